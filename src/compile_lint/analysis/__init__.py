@@ -1,0 +1,1 @@
+"""Per-file analysis: parse, index functions and calls, infer tensor facts, run rules."""

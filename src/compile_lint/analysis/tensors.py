@@ -1,0 +1,230 @@
+"""Which expressions are tensors: a light, flow-insensitive, intra-procedural inference.
+
+Shapes, dtypes, devices, `dim()`, `numel()`, `len()`, `requires_grad`, `self.training` and
+`is None` checks are Python values that Dynamo guards on; they never make a branch data-dependent.
+"""
+
+from __future__ import annotations
+
+import enum
+
+import libcst as cst
+
+from compile_lint.analysis.names import ImportMap
+
+
+class Kind(enum.Enum):
+    TENSOR = "tensor"
+    SCALAR = "scalar"  # a Python number read out of a tensor (`.item()`, `int(t)`): data-dependent
+    STR = "str"
+    MODULE = "module"  # an nn.Module-like callable (`self.proj`, `for layer in self.layers`)
+    OTHER = "other"  # a known Python value (shape, dtype, literal, ...)
+    UNKNOWN = "unknown"
+
+
+TENSOR_ATTRS = frozenset({"T", "mT", "H", "mH", "data", "grad", "real", "imag"})
+PYTHON_METHODS = frozenset(
+    {
+        "size", "dim", "ndimension", "numel", "nelement", "element_size", "stride", "get_device",
+        "data_ptr", "storage_offset", "type", "dim_order", "numpy", "storage", "untyped_storage",
+        "__len__", "has_names", "register_hook", "backward", "keys", "values", "items", "get",
+    }
+)  # fmt: skip
+SCALAR_METHODS = frozenset({"item", "tolist"})
+TORCH_NON_TENSOR_NAMESPACES = frozenset(
+    {
+        "cuda", "backends", "compiler", "_dynamo", "jit", "distributed", "utils", "fx", "export",
+        "library", "profiler", "overrides", "testing", "onnx", "hub", "mps", "cpu", "xpu", "_C",
+        "_logging", "_inductor", "amp", "optim", "multiprocessing", "package", "ao", "config",
+    }
+)  # fmt: skip
+TORCH_NON_TENSOR_FUNCS = frozenset(
+    {
+        "manual_seed", "seed", "initial_seed", "no_grad", "enable_grad", "inference_mode", "device",
+        "dtype", "finfo", "iinfo", "compile", "typename", "promote_types", "result_type", "can_cast",
+        "broadcast_shapes", "numel", "autocast", "save", "load", "cond", "Size", "Generator",
+    }
+)  # fmt: skip
+TENSOR_BUILTINS = frozenset({"max", "min", "abs", "sum", "pow", "round"})
+SCALAR_BUILTINS = frozenset({"int", "float", "bool", "complex"})
+PYTHON_BUILTINS = frozenset(
+    {"len", "isinstance", "hasattr", "getattr", "type", "str", "repr", "range", "id", "hash", "list",
+     "tuple", "dict", "set", "enumerate", "zip", "sorted", "print", "callable", "format"}
+)  # fmt: skip
+# Un-annotated parameters are taken as tensors, except flag-like names such as `return_dict=None`.
+FLAG_PREFIXES = ("output_", "return_", "use_", "is_", "has_", "do_", "enable_", "num_", "n_")
+
+
+def torch_call_kind(full_name: str) -> Kind:
+    """Kind of the value returned by calling `torch.<...>` (a resolved dotted name)."""
+    parts = full_name.split(".")
+    if len(parts) < 2 or parts[0] != "torch":
+        return Kind.UNKNOWN
+    last = parts[-1]
+    if parts[1] == "nn":
+        return Kind.TENSOR if len(parts) > 3 and parts[2] == "functional" else Kind.MODULE
+    if parts[1] in TORCH_NON_TENSOR_NAMESPACES or last in TORCH_NON_TENSOR_FUNCS:
+        return Kind.OTHER
+    if last.startswith(("is_", "get_", "set_", "use_")) or last[:1].isupper():
+        return Kind.OTHER
+    return Kind.TENSOR
+
+
+def is_tensor_annotation(annotation: cst.Annotation | None) -> bool | None:
+    """True for `Tensor`-like annotations, False for other annotations, None when absent."""
+    if annotation is None:
+        return None
+    return "Tensor" in dotted_code(annotation.annotation)
+
+
+class TensorFacts:
+    """What each local name holds, and the kind of any expression built from them."""
+
+    def __init__(self, imports: ImportMap, methods: frozenset[str] = frozenset()) -> None:
+        self.imports = imports
+        self.methods = methods  # methods of the enclosing class: `self.m(...)` is a helper call
+        self.names: dict[str, Kind] = {}
+        self._memo: dict[int, Kind] = {}
+
+    def add_params(self, params: cst.Parameters) -> None:
+        for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+            name = param.name.value
+            if name in ("self", "cls"):
+                continue
+            self.names[name] = self._param_kind(param)
+
+    def _param_kind(self, param: cst.Param) -> Kind:
+        annotated = is_tensor_annotation(param.annotation)
+        if annotated is not None:
+            if annotated:
+                return Kind.TENSOR
+            assert param.annotation is not None
+            return Kind.STR if dotted_code(param.annotation.annotation) == "str" else Kind.OTHER
+        name = param.name.value
+        default = param.default
+        if default is not None and not (isinstance(default, cst.Name) and default.value == "None"):
+            return Kind.OTHER
+        if name.startswith(FLAG_PREFIXES):
+            return Kind.OTHER
+        return Kind.TENSOR
+
+    def bind(self, target: cst.BaseExpression, kind: Kind) -> None:
+        """Record an assignment `target = <value of kind>` (tuples spread the kind to each name)."""
+        if isinstance(target, cst.Name):
+            self.names[target.value] = kind
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            element_kind = kind if kind in (Kind.TENSOR, Kind.MODULE) else Kind.UNKNOWN
+            for element in target.elements:
+                self.bind(element.value, element_kind)
+        elif isinstance(target, cst.StarredElement):
+            self.bind(target.value, Kind.UNKNOWN)
+
+    def is_tensor(self, node: cst.BaseExpression) -> bool:
+        return self.kind(node) is Kind.TENSOR
+
+    def kind(self, node: cst.BaseExpression) -> Kind:
+        key = id(node)
+        found = self._memo.get(key)
+        if found is None:
+            found = self._memo[key] = self._kind(node)
+        return found
+
+    def _kind(self, node: cst.BaseExpression) -> Kind:  # noqa: C901 - one case per node type
+        if isinstance(node, cst.Name):
+            return self.names.get(node.value, Kind.UNKNOWN)
+        if isinstance(node, (cst.Integer, cst.Float, cst.Imaginary)):
+            return Kind.OTHER
+        if isinstance(node, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+            return Kind.STR
+        if isinstance(node, cst.Attribute):
+            return self._attribute_kind(node)
+        if isinstance(node, cst.Call):
+            return self._call_kind(node)
+        if isinstance(node, cst.Subscript):
+            base = self.kind(node.value)
+            return base if base in (Kind.TENSOR, Kind.MODULE) else Kind.UNKNOWN
+        if isinstance(node, cst.BinaryOperation):
+            return self._combine(self.kind(node.left), self.kind(node.right))
+        if isinstance(node, cst.UnaryOperation):
+            if isinstance(node.operator, cst.Not):
+                return Kind.OTHER
+            return self.kind(node.expression)
+        if isinstance(node, cst.Comparison):
+            return self._comparison_kind(node)
+        if isinstance(node, cst.BooleanOperation):
+            return self._combine(self.kind(node.left), self.kind(node.right))
+        if isinstance(node, cst.IfExp):
+            return self._combine(self.kind(node.body), self.kind(node.orelse))
+        if isinstance(node, cst.NamedExpr):
+            return self.kind(node.value)
+        return Kind.UNKNOWN
+
+    @staticmethod
+    def _combine(left: Kind, right: Kind) -> Kind:
+        if Kind.TENSOR in (left, right):
+            return Kind.TENSOR
+        if Kind.SCALAR in (left, right):
+            return Kind.SCALAR
+        if left is right:
+            return left
+        return Kind.UNKNOWN
+
+    def _comparison_kind(self, node: cst.Comparison) -> Kind:
+        if any(isinstance(t.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for t in node.comparisons):
+            return Kind.OTHER
+        kinds = [self.kind(node.left), *(self.kind(t.comparator) for t in node.comparisons)]
+        if Kind.TENSOR in kinds:
+            return Kind.TENSOR
+        return Kind.SCALAR if Kind.SCALAR in kinds else Kind.OTHER
+
+    def _attribute_kind(self, node: cst.Attribute) -> Kind:
+        if isinstance(node.value, cst.Name) and node.value.value == "self":
+            return Kind.OTHER if node.attr.value == "training" else Kind.UNKNOWN
+        base = self.kind(node.value)
+        if base is Kind.TENSOR:
+            return Kind.TENSOR if node.attr.value in TENSOR_ATTRS else Kind.OTHER
+        return Kind.UNKNOWN
+
+    def _call_kind(self, node: cst.Call) -> Kind:
+        func = node.func
+        if isinstance(func, cst.Attribute):
+            method = func.attr.value
+            receiver = func.value
+            if isinstance(receiver, cst.Name) and receiver.value == "self":
+                return Kind.UNKNOWN if method in self.methods else Kind.TENSOR
+            full = self.imports.resolve(func)
+            if full is not None and full.startswith("torch."):
+                return torch_call_kind(full)
+            receiver_kind = self.kind(receiver)
+            if receiver_kind is Kind.TENSOR:
+                if method in SCALAR_METHODS:
+                    return Kind.SCALAR
+                return Kind.OTHER if method in PYTHON_METHODS or method.startswith("is_") else Kind.TENSOR
+            if receiver_kind is Kind.MODULE:
+                return Kind.TENSOR if method == "forward" else Kind.UNKNOWN
+            return Kind.UNKNOWN
+        if isinstance(func, cst.Name):
+            return self._named_call_kind(func, node)
+        if self.kind(func) is Kind.MODULE:  # self.layers[i](x)
+            return Kind.TENSOR
+        return Kind.UNKNOWN
+
+    def _named_call_kind(self, func: cst.Name, node: cst.Call) -> Kind:
+        name = func.value
+        if self.names.get(name) is Kind.MODULE:
+            return Kind.TENSOR
+        full = self.imports.resolve(func) or name
+        if full.startswith("torch."):
+            return torch_call_kind(full)
+        args = [arg.value for arg in node.args]
+        if name in SCALAR_BUILTINS:
+            return Kind.SCALAR if args and self.kind(args[0]) in (Kind.TENSOR, Kind.SCALAR) else Kind.OTHER
+        if name in TENSOR_BUILTINS:
+            return Kind.TENSOR if any(self.is_tensor(a) for a in args) else Kind.UNKNOWN
+        if name in PYTHON_BUILTINS:
+            return Kind.STR if name in ("str", "repr", "format") else Kind.OTHER
+        return Kind.UNKNOWN
+
+
+def dotted_code(node: cst.BaseExpression) -> str:
+    return cst.Module([]).code_for_node(node)

@@ -1,0 +1,88 @@
+"""Command line: wires config, engine and reporters together; no analysis happens here."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from rich.console import Console
+
+from compile_lint import __version__
+from compile_lint.config import Config, ConfigError, load_config
+from compile_lint.engine import lint
+from compile_lint.finding import Finding
+from compile_lint.reporters import json_report, text
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+def _codes(value: str) -> list[str]:
+    return [code.strip().upper() for code in value.split(",") if code.strip()]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="compile-lint",
+        description="Find torch.compile graph breaks and recompiles before you profile. "
+        "Also: `compile-lint rules` lists the rules, `compile-lint rule TCL101` explains one.",
+    )
+    parser.add_argument("paths", nargs="*", default=["."], help="files or folders to lint (default: .)")
+    parser.add_argument("--format", choices=["text", "json"], default="text", help="output format")
+    parser.add_argument("--select", type=_codes, help="only report codes with these prefixes, e.g. TCL1,TCL201")
+    parser.add_argument("--ignore", type=_codes, help="never report codes with these prefixes")
+    parser.add_argument("-j", "--jobs", type=int, default=1, help="lint files in N processes (0: one per core)")
+    parser.add_argument("--no-cache", action="store_true", help="do not read or write the summary cache")
+    parser.add_argument("--version", action="version", version=f"compile-lint {__version__}")
+    return parser
+
+
+def _merge_cli(config: Config, args: argparse.Namespace) -> Config:
+    if args.select:
+        config.select = args.select
+    if args.ignore:
+        config.ignore = [*config.ignore, *args.ignore]
+    return config
+
+
+def run_check(args: argparse.Namespace, console: Console) -> int:
+    config = _merge_cli(load_config(args.paths), args)
+    jobs = args.jobs or os.cpu_count() or 1
+    result = lint(args.paths, config, jobs=jobs, use_cache=not args.no_cache)
+    report(result.findings, result.files, args.format, console)
+    return EXIT_FINDINGS if result.findings else EXIT_CLEAN
+
+
+def report(findings: list[Finding], files: int, fmt: str, console: Console) -> None:
+    if fmt == "json":
+        print(json_report.render(findings))
+    else:
+        text.render(console, findings, files)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    console = Console()
+    errors = Console(stderr=True)
+    try:
+        if argv and argv[0] in ("rules", "rule"):
+            from compile_lint import docs
+
+            return docs.main(argv, console)
+        args = build_parser().parse_args(argv)
+        return run_check(args, console)
+    except ConfigError as error:
+        errors.print(f"compile-lint: configuration error: {error}", highlight=False)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        return EXIT_ERROR
+    except SystemExit as exit_:  # argparse: usage errors and --help
+        return exit_.code if isinstance(exit_.code, int) else EXIT_ERROR
+    except Exception as error:  # noqa: BLE001 - the user gets one line, never a traceback
+        errors.print(f"compile-lint: internal error: {type(error).__name__}: {error}", highlight=False)
+        return EXIT_ERROR
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,147 @@
+"""`[tool.compile-lint]` in pyproject.toml, found by walking up from the linted paths."""
+
+from __future__ import annotations
+
+import fnmatch
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+TOP_KEYS = {
+    "select": "list of code prefixes to report (default: all)",
+    "ignore": "list of code prefixes not to report",
+    "per-file-ignores": "table of glob -> list of code prefixes",
+    "extra-regions": "function names or qualified names (`Model.step`) to treat as compiled",
+    "capture-scalar-outputs": "true if the project sets torch._dynamo.config.capture_scalar_outputs",
+    "capture-dynamic-output-shape-ops": "true if the project sets capture_dynamic_output_shape_ops",
+    "confirm": "table of settings for `--confirm`",
+}
+CONFIRM_KEYS = {
+    "targets": "list of `module:factory` entries",
+    "timeout": "seconds per target",
+    "shape": "default input shape for tensor parameters, e.g. [4, 8]",
+    "backend": "torch.compile backend (default eager)",
+}
+
+
+class ConfigError(Exception):
+    """A configuration problem the user can fix; its message names the file and key."""
+
+
+@dataclass
+class ConfirmConfig:
+    targets: list[str] = field(default_factory=list)
+    timeout: float = 120.0
+    shape: list[int] = field(default_factory=lambda: [4, 8])
+    backend: str = "eager"
+
+
+@dataclass
+class Config:
+    root: Path = field(default_factory=Path.cwd)  # folder of the pyproject.toml, or the cwd
+    source: Path | None = None
+    select: list[str] = field(default_factory=list)
+    ignore: list[str] = field(default_factory=list)
+    per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
+    extra_regions: list[str] = field(default_factory=list)
+    capture_scalar_outputs: bool = False
+    capture_dynamic_output_shape_ops: bool = False
+    confirm: ConfirmConfig = field(default_factory=ConfirmConfig)
+
+    def flags(self) -> set[str]:
+        names = ("capture_scalar_outputs", "capture_dynamic_output_shape_ops")
+        return {name for name in names if getattr(self, name)}
+
+    def is_selected(self, code: str, path: str) -> bool:
+        if self.select and not code.startswith(tuple(self.select)):
+            return False
+        if code.startswith(tuple(self.ignore)):
+            return False
+        relative = _relative(path, self.root)
+        for pattern, prefixes in self.per_file_ignores.items():
+            if fnmatch.fnmatch(relative, pattern) and code.startswith(tuple(prefixes)):
+                return False
+        return True
+
+
+def _relative(path: str, root: Path) -> str:
+    resolved = Path(path).resolve()
+    try:
+        return resolved.relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return resolved.as_posix()
+
+
+def find_pyproject(start: Path) -> Path | None:
+    """The nearest pyproject.toml with a `[tool.compile-lint]` table, walking up from `start`."""
+    folder = start.resolve()
+    if folder.is_file():
+        folder = folder.parent
+    for candidate in (folder, *folder.parents):
+        pyproject = candidate / "pyproject.toml"
+        if pyproject.is_file() and "compile-lint" in _read_toml(pyproject).get("tool", {}):
+            return pyproject
+    return None
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except (OSError, tomllib.TOMLDecodeError) as error:
+        raise ConfigError(f"{path}: cannot read: {error}") from None
+
+
+def load_config(paths: list[str], pyproject: Path | None = None) -> Config:
+    start = Path(paths[0]) if paths else Path.cwd()
+    pyproject = pyproject or find_pyproject(start)
+    if pyproject is None:
+        return Config()
+    table = _read_toml(pyproject).get("tool", {}).get("compile-lint", {})
+    return parse_table(table, pyproject)
+
+
+def _check_keys(table: dict[str, Any], known: dict[str, str], where: str, source: Path) -> None:
+    for key in table:
+        if key not in known:
+            choices = ", ".join(sorted(known))
+            raise ConfigError(f"{source}: unknown key `{key}` in [{where}] (known keys: {choices})")
+
+
+def _typed(value: Any, kind: type, key: str, source: Path) -> Any:
+    ok = isinstance(value, kind) and not (kind is not bool and isinstance(value, bool))
+    if kind is list:
+        ok = isinstance(value, list) and all(isinstance(v, (str, int)) for v in value)
+    if kind is float:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not ok:
+        raise ConfigError(f"{source}: `{key}` must be a {kind.__name__}, got {value!r}")
+    return value
+
+
+def parse_table(table: dict[str, Any], source: Path) -> Config:
+    _check_keys(table, TOP_KEYS, "tool.compile-lint", source)
+    config = Config(root=source.parent, source=source)
+    config.select = _typed(table.get("select", []), list, "select", source)
+    config.ignore = _typed(table.get("ignore", []), list, "ignore", source)
+    per_file = _typed(table.get("per-file-ignores", {}), dict, "per-file-ignores", source)
+    config.per_file_ignores = {k: _typed(v, list, f"per-file-ignores.{k}", source) for k, v in per_file.items()}
+    config.extra_regions = _typed(table.get("extra-regions", []), list, "extra-regions", source)
+    for key in ("capture-scalar-outputs", "capture-dynamic-output-shape-ops"):
+        setattr(config, key.replace("-", "_"), _typed(table.get(key, False), bool, key, source))
+    confirm = _typed(table.get("confirm", {}), dict, "confirm", source)
+    _check_keys(confirm, CONFIRM_KEYS, "tool.compile-lint.confirm", source)
+    defaults = ConfirmConfig()
+    config.confirm = ConfirmConfig(
+        targets=_typed(confirm.get("targets", defaults.targets), list, "confirm.targets", source),
+        timeout=float(_typed(confirm.get("timeout", defaults.timeout), float, "confirm.timeout", source)),
+        shape=_typed(confirm.get("shape", defaults.shape), list, "confirm.shape", source),
+        backend=_typed(confirm.get("backend", defaults.backend), str, "confirm.backend", source),
+    )
+    return config

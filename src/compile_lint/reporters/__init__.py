@@ -1,0 +1,1 @@
+"""Reporters only format findings; they never decide what is a finding."""

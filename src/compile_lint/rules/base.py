@@ -1,0 +1,95 @@
+"""What a rule is: its code, summary, predicted GB codes, fix and docs, beside its visitor."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar, Literal
+
+import libcst as cst
+
+from compile_lint.finding import Finding, Severity
+
+if TYPE_CHECKING:
+    from compile_lint.analysis.walker import RuleContext
+    from compile_lint.project import ProjectContext
+
+Family = Literal[
+    "data-dependent",
+    "print-log-io",
+    "skipped-call",
+    "dynamic-shape",
+    "recompile",
+    "correctness",
+    "configuration",
+    "parse",
+]
+FAMILY_OF_DIGIT: dict[str, Family] = {
+    "0": "parse",
+    "1": "data-dependent",
+    "2": "print-log-io",
+    "3": "skipped-call",
+    "4": "dynamic-shape",
+    "5": "recompile",
+    "6": "correctness",
+    "9": "configuration",
+}
+# The Dynamo config flags that make some breaks disappear (see `Rule.silenced_by`).
+CAPTURE_SCALAR = "capture_scalar_outputs"
+CAPTURE_DYNAMIC = "capture_dynamic_output_shape_ops"
+CaptureFlag = Literal["capture_scalar_outputs", "capture_dynamic_output_shape_ops"]
+
+
+@dataclass(frozen=True)
+class Example:
+    """A source snippet for the docs and the tests: `flags` are the capture flags it assumes."""
+
+    code: str
+    flags: tuple[CaptureFlag, ...] = ()
+
+
+class Rule:
+    """Base of every rule. Subclasses set the class attributes and define `visit_<Node>` methods.
+
+    A visitor method gets the node and a `RuleContext`; it calls `ctx.report(self, node)`.
+    Rules with `scope = "region"` report only inside compiled regions (the engine filters them
+    after it has resolved which functions are reached); `scope = "module"` rules report anywhere.
+    """
+
+    code: ClassVar[str]
+    name: ClassVar[str]  # kebab-case, e.g. "tensor-item"
+    summary: ClassVar[str]  # one line: what it flags
+    gb_codes: ClassVar[tuple[str, ...]]  # official codes of the break it predicts (empty: no break)
+    fix: ClassVar[str]  # one line: how to fix it
+    severity: ClassVar[Severity] = "warning"
+    scope: ClassVar[Literal["region", "module"]] = "region"
+    frame_skip: ClassVar[bool] = False  # Dynamo gives up on the whole frame, not just the line
+    silenced_by: ClassVar[CaptureFlag | None] = None  # config flag under which it does not break
+    fixable: ClassVar[Literal["no", "safe", "unsafe"]] = "no"
+    # Docs, as ruff documents rules: what it does, why it breaks the graph, example, fix.
+    what: ClassVar[str]
+    why: ClassVar[str]
+    example: ClassVar[str]
+    fixed_example: ClassVar[str]
+    # Fixit-style self-tests: each invalid example must trigger this rule, no valid one may.
+    invalid: ClassVar[tuple[Example, ...]]
+    valid: ClassVar[tuple[Example, ...]]
+
+    @property
+    def family(self) -> Family:
+        return FAMILY_OF_DIGIT[self.code[3]]
+
+    @property
+    def predicts_break(self) -> bool:
+        return bool(self.gb_codes) and self.severity != "info"
+
+    def visitors(self) -> Iterator[tuple[type[cst.CSTNode], Callable[[cst.CSTNode, RuleContext], None]]]:
+        """The (node type, method) pairs this rule wants to see, from its `visit_<Node>` methods."""
+        for attr in dir(self):
+            if attr.startswith("visit_"):
+                node_type = getattr(cst, attr.removeprefix("visit_"))
+                yield node_type, getattr(self, attr)
+
+    def check_project(self, project: ProjectContext) -> Iterator[Finding]:
+        """Findings that need the whole project (e.g. calls into disabled functions)."""
+        return iter(())

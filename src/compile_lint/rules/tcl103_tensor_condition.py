@@ -1,0 +1,100 @@
+"""TCL103: a branch whose condition is a tensor (data-dependent control flow)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from compile_lint.analysis.tensors import Kind, TensorFacts
+from compile_lint.analysis.walker import RuleContext
+from compile_lint.rules.base import CAPTURE_SCALAR, Example, Rule
+
+
+def condition_kind(test: cst.BaseExpression, facts: TensorFacts) -> Kind:
+    """Kind of the value Python takes the truth of; `not` and `and`/`or` pass it through."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return condition_kind(test.expression, facts)
+    if isinstance(test, cst.BooleanOperation):
+        return facts._combine(condition_kind(test.left, facts), condition_kind(test.right, facts))
+    return facts.kind(test)
+
+
+def _claim_operators(test: cst.BaseExpression, ctx: RuleContext) -> None:
+    """Mark the `not`/`and`/`or` nodes of a flagged test so no other rule reports them again."""
+    while True:
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            ctx.reported.add(id(test))
+            test = test.expression
+        elif isinstance(test, cst.BooleanOperation):
+            ctx.reported.add(id(test))
+            _claim_operators(test.right, ctx)
+            test = test.left
+        else:
+            return
+
+
+class TensorCondition(Rule):
+    code = "TCL103"
+    name = "tensor-condition"
+    summary = "Branch on a tensor value (`if`/`while`/ternary/`and`/`or`/comprehension filter)"
+    gb_codes = ("GB0170",)
+    fix = (
+        "Compute both sides and select with `torch.where(cond, a, b)`, or use "
+        "`torch.cond(pred, true_fn, false_fn, operands)` when the branches are expensive."
+    )
+    what = (
+        "Flags `if`, `while`, conditional expressions, `and`/`or` operands and comprehension filters "
+        "whose condition is a tensor, such as `if x.sum() > 0:` or `if mask.any():`. With "
+        "`capture_scalar_outputs=True` it also flags branches on values read with `.item()`."
+    )
+    why = (
+        "Which way Python goes depends on tensor data that does not exist while Dynamo traces, so it "
+        "ends the graph before the condition, runs it eagerly and resumes in a new graph: GB0170."
+    )
+    example = "@torch.compile\ndef f(x):\n    if x.sum() > 0:\n        y = x + 1\n    else:\n        y = x - 1\n    return y\n"
+    fixed_example = "@torch.compile\ndef f(x):\n    y = torch.where(x.sum() > 0, x + 1, x - 1)\n    return y\n"
+    invalid = (
+        Example("@torch.compile\ndef f(x):\n    if x.sum() > 0:\n        return x\n    return -x\n"),
+        Example("@torch.compile\ndef f(x):\n    while (x > 0).all():\n        x = x - 1\n    return x\n"),
+        Example("@torch.compile\ndef f(x):\n    return x + 1 if x.sum() > 0 else x - 1\n"),
+        Example("@torch.compile\ndef f(x, u):\n    z = (x.sum() > 0) and (u.sum() > 0)\n    return z\n"),
+        Example("@torch.compile\ndef f(x):\n    if x.sum().item() > 0:\n        return x\n    return -x\n", flags=(CAPTURE_SCALAR,)),
+    )
+    valid = (
+        Example("@torch.compile\ndef f(x):\n    if x.shape[0] > 4:\n        return x\n    return -x\n"),
+        Example("@torch.compile\ndef f(x):\n    if x.dtype == torch.float32 and x.dim() == 2:\n        return x\n    return -x\n"),
+        Example("@torch.compile\ndef f(x, mask=None):\n    if mask is not None:\n        x = x * mask\n    return x\n"),
+        Example("@torch.compile\ndef f(x):\n    assert (x > 0).all()\n    return x\n"),
+        Example("@torch.compile\ndef f(x):\n    return torch.where(x.sum() > 0, x + 1, x - 1)\n"),
+        Example("@torch.compile\ndef f(x):\n    if x.sum().item() > 0:\n        return x\n    return -x\n"),
+    )
+
+    def _check(self, test: cst.BaseExpression, node: cst.CSTNode, ctx: RuleContext) -> None:
+        kind = condition_kind(test, ctx.facts)
+        if kind is Kind.TENSOR:
+            ctx.report(self, node)
+        elif kind is Kind.SCALAR:  # an `.item()` value: breaks at `.item()` unless it is captured
+            ctx.report(self, node, f"Branch on a value read from a tensor (with {CAPTURE_SCALAR})",
+                       condition=f"only:{CAPTURE_SCALAR}")  # fmt: skip
+        else:
+            return
+        _claim_operators(test, ctx)
+
+    def visit_If(self, node: cst.If, ctx: RuleContext) -> None:
+        self._check(node.test, node.test, ctx)
+
+    def visit_While(self, node: cst.While, ctx: RuleContext) -> None:
+        self._check(node.test, node.test, ctx)
+
+    def visit_IfExp(self, node: cst.IfExp, ctx: RuleContext) -> None:
+        self._check(node.test, node.test, ctx)
+
+    def visit_CompIf(self, node: cst.CompIf, ctx: RuleContext) -> None:
+        self._check(node.test, node.test, ctx)
+
+    def visit_BooleanOperation(self, node: cst.BooleanOperation, ctx: RuleContext) -> None:
+        if id(node) in ctx.reported:
+            return
+        self._check(node.left, node, ctx)
+
+
+RULE = TensorCondition()

@@ -81,7 +81,7 @@ class Rule:
 
     @property
     def predicts_break(self) -> bool:
-        return bool(self.gb_codes) and self.severity != "info"
+        return bool(self.gb_codes)
 
     def visitors(self) -> Iterator[tuple[type[cst.CSTNode], Callable[[cst.CSTNode, RuleContext], None]]]:
         """The (node type, method) pairs this rule wants to see, from its `visit_<Node>` methods."""

@@ -1,0 +1,1 @@
+"""`--confirm`: run compiled regions under real Dynamo. Only this package imports torch."""

@@ -1,0 +1,24 @@
+"""The static pass reports exactly the expected codes on exactly the expected lines of each fixture."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from fixture_support import ROOT, expectations, fixture_files
+
+from compile_lint.config import Config
+from compile_lint.engine import lint
+
+
+@pytest.mark.parametrize("path", fixture_files(), ids=lambda p: p.name)
+def test_static_pass_matches_expectations(path: Path) -> None:
+    result = lint([str(path)], Config(root=ROOT), use_cache=False)
+    reported: dict[int, set[str]] = {}
+    for finding in result.findings:
+        reported.setdefault(finding.line, set()).add(finding.code)
+    assert reported == expectations(path)
+
+
+def test_fixtures_exist() -> None:
+    assert len(fixture_files()) >= 3

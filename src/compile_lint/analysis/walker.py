@@ -127,7 +127,7 @@ class FileWalker(cst.CSTVisitor):
             self._record_call(node)  # type: ignore[arg-type]
         elif node_type is cst.Import or node_type is cst.ImportFrom:
             self.imports.add(node)  # type: ignore[arg-type]
-        elif node_type is cst.For:
+        elif node_type is cst.For or node_type is cst.CompFor:
             self._bind_loop(node)  # type: ignore[arg-type]
         handlers = self.dispatch.get(node_type)
         if handlers:
@@ -252,7 +252,7 @@ class FileWalker(cst.CSTVisitor):
             self.instances[target.value] = value.func.value
         self.ctx.facts.bind(target, kind)
 
-    def _bind_loop(self, node: cst.For) -> None:
+    def _bind_loop(self, node: cst.For | cst.CompFor) -> None:
         iterable = node.iter
         if isinstance(iterable, cst.Attribute) and isinstance(iterable.value, cst.Name):
             if iterable.value.value == "self":  # for layer in self.layers

@@ -207,6 +207,13 @@ def apply_filters(findings: list[Finding], config: Config) -> list[Finding]:
     return sorted(kept, key=lambda f: f.sort_key)
 
 
+def lint_source(text: str, path: str = "<source>", flags: set[str] | None = None) -> list[Finding]:
+    """Findings for one file's text on its own (no noqa or select filtering): for the flake8
+    plugin, which has read the file already, and for the rules' own examples."""
+    project = ProjectContext([analyze_source(path, text)], flags=set(flags or ()))
+    return sorted(project.findings(), key=lambda f: f.sort_key)
+
+
 def lint(paths: list[str], config: Config, jobs: int = 1, use_cache: bool = True) -> LintResult:
     files = discover(paths)
     summaries, cached = summarize(files, jobs, config.root if use_cache else None)

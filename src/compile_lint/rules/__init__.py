@@ -1,26 +1,21 @@
-"""The rule registry: every rule module is listed here, one rule per module."""
+"""The rule registry: every `tclNNN_*.py` module in this package defines one rule as `RULE`."""
 
 from __future__ import annotations
 
 import importlib
+import pkgutil
 from functools import cache
 
 from compile_lint.rules.base import Rule
 
-RULE_MODULES = (
-    "tcl000_unreadable_file",
-    "tcl101_tensor_item",
-    "tcl103_tensor_condition",
-    "tcl201_print",
-)
-
 
 @cache
 def all_rules() -> tuple[Rule, ...]:
-    rules = []
-    for module_name in RULE_MODULES:
-        module = importlib.import_module(f"compile_lint.rules.{module_name}")
-        rules.append(module.RULE)
+    rules: list[Rule] = []
+    for info in pkgutil.iter_modules(__path__):
+        if info.name.startswith("tcl"):
+            module = importlib.import_module(f"{__name__}.{info.name}")
+            rules.append(module.RULE)
     return tuple(sorted(rules, key=lambda r: r.code))
 
 

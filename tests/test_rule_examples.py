@@ -1,0 +1,47 @@
+"""Each rule's own documented examples (Fixit-style): every invalid one triggers it, no valid one does."""
+
+from __future__ import annotations
+
+import pytest
+
+from compile_lint.engine import lint_source
+from compile_lint.rules import all_rules
+from compile_lint.rules.base import Example, Rule
+
+HEADER = "import torch\nfrom torch import nn\n\n"
+
+
+def _cases(kind: str) -> list[tuple[Rule, Example]]:
+    return [(rule, example) for rule in all_rules() for example in getattr(rule, kind)]
+
+
+def _codes(example: Example) -> set[str]:
+    return {f.code for f in lint_source(HEADER + example.code, "example.py", set(example.flags))}
+
+
+@pytest.mark.parametrize(("rule", "example"), _cases("invalid"), ids=lambda v: getattr(v, "code", ""))
+def test_invalid_example_triggers_rule(rule: Rule, example: Example) -> None:
+    assert rule.code in _codes(example), example.code
+
+
+@pytest.mark.parametrize(("rule", "example"), _cases("valid"), ids=lambda v: getattr(v, "code", ""))
+def test_valid_example_is_silent(rule: Rule, example: Example) -> None:
+    assert rule.code not in _codes(example), example.code
+
+
+@pytest.mark.parametrize("rule", all_rules(), ids=lambda r: r.code)
+def test_rule_is_documented(rule: Rule) -> None:
+    for attr in ("name", "summary", "fix", "what", "why", "example", "fixed_example"):
+        assert getattr(rule, attr).strip(), f"{rule.code} lacks {attr}"
+    assert rule.code.startswith("TCL") and len(rule.code) == 6
+    assert all(code.startswith("GB") and len(code) == 6 for code in rule.gb_codes)
+    if rule.code != "TCL000":
+        assert rule.invalid and rule.valid, f"{rule.code} needs valid and invalid examples"
+
+
+def test_documented_example_triggers_and_fixed_example_does_not() -> None:
+    for rule in all_rules():
+        if rule.code == "TCL000":
+            continue
+        assert rule.code in _codes(Example(rule.example)), rule.code
+        assert rule.code not in _codes(Example(rule.fixed_example)), rule.code

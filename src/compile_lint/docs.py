@@ -6,6 +6,7 @@ from rich.console import Console
 from rich.table import Table
 
 from compile_lint.finding import gb_page
+from compile_lint.fixes import fixability
 from compile_lint.rules import all_rules, rule_by_code
 from compile_lint.rules.base import Rule
 
@@ -24,7 +25,7 @@ def main(argv: list[str], console: Console) -> int:
     if argv[0] == "rules":
         table = Table("code", "name", "family", "GB codes", "fixable", "summary")
         for rule in all_rules():
-            table.add_row(rule.code, rule.name, rule.family, ", ".join(rule.gb_codes), rule.fixable, rule.summary)
+            table.add_row(rule.code, rule.name, rule.family, ", ".join(rule.gb_codes), fixability(rule.code), rule.summary)
         console.print(table)
         return 0
     if len(argv) != 2:

@@ -32,6 +32,8 @@ class _Pending:
     severity: Severity
     owner: str | None
     condition: str
+    gb_codes: tuple[str, ...]
+    fix: str
 
 
 @dataclass
@@ -57,12 +59,24 @@ class RuleContext:
         *,
         condition: str | None = None,
         severity: Severity | None = None,
+        gb_codes: tuple[str, ...] | None = None,
+        fix: str | None = None,
     ) -> None:
+        """Report `node`; the keyword arguments override the rule's defaults for this one finding."""
         if condition is None:
             condition = f"unless:{rule.silenced_by}" if rule.silenced_by else "always"
         owner = self.function.qualname if self.function else None
         self.pending.append(
-            _Pending(rule, node, message or rule.summary, severity or rule.severity, owner, condition)
+            _Pending(
+                rule,
+                node,
+                message or rule.summary,
+                severity or rule.severity,
+                owner,
+                condition,
+                rule.gb_codes if gb_codes is None else gb_codes,
+                fix or rule.fix,
+            )
         )
         self.reported.add(id(node))
 
@@ -285,9 +299,9 @@ def collect(module: cst.Module, walker: FileWalker) -> FileSummary:
             end_col=end_col,
             code=rule.code,
             message=item.message,
-            gb_codes=list(rule.gb_codes),
+            gb_codes=list(item.gb_codes),
             severity=item.severity,
-            fix=rule.fix,
+            fix=item.fix,
             function=item.owner,
         )
         summary.candidates.append(Candidate(finding, item.owner, item.condition))

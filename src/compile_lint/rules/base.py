@@ -65,7 +65,6 @@ class Rule:
     scope: ClassVar[Literal["region", "module"]] = "region"
     frame_skip: ClassVar[bool] = False  # Dynamo gives up on the whole frame, not just the line
     silenced_by: ClassVar[CaptureFlag | None] = None  # config flag under which it does not break
-    fixable: ClassVar[Literal["no", "safe", "unsafe"]] = "no"
     # Docs, as ruff documents rules: what it does, why it breaks the graph, example, fix.
     what: ClassVar[str]
     why: ClassVar[str]

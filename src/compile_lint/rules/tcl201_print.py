@@ -14,7 +14,6 @@ class PrintCall(Rule):
     summary = "`print()` in a compiled region breaks the graph"
     gb_codes = ("GB0059",)
     fix = "Remove it, or guard it with `if not torch.compiler.is_compiling():`."
-    fixable = "unsafe"
     what = "Flags calls to the builtin `print` inside compiled regions, whatever they print."
     why = (
         "`print` is a side effect Dynamo cannot put in a graph. It ends the graph, runs the call "

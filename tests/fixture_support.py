@@ -18,6 +18,15 @@ def fixture_files() -> list[Path]:
     return sorted(p for p in FIXTURES.rglob("*.py") if not p.name.startswith("_"))
 
 
+def lint_unit(path: Path) -> list[Path]:
+    """The files linted together with `path`: a top-level fixture alone, a fixture folder as one project."""
+    relative = path.relative_to(FIXTURES)
+    if len(relative.parts) == 1:
+        return [path]
+    folder = FIXTURES / relative.parts[0]
+    return sorted(p for p in folder.rglob("*.py"))
+
+
 def expectations(path: Path) -> dict[int, set[str]]:
     """Line -> codes the static pass must report on that line."""
     found: dict[int, set[str]] = {}

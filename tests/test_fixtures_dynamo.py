@@ -12,7 +12,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from fixture_support import expectations, fixture_files
+from fixture_support import expectations, fixture_files, lint_unit
 
 torch = pytest.importorskip("torch")
 
@@ -30,7 +30,11 @@ def load(path: Path) -> ModuleType:
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
-    spec.loader.exec_module(module)
+    sys.path.insert(0, str(path.parent))  # fixture folders import their sibling modules
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(path.parent))
     return module
 
 
@@ -66,31 +70,33 @@ RUNNABLE = [p for p in fixture_files() if "def compile_lint_targets" in p.read_t
 @pytest.mark.dynamo
 @pytest.mark.parametrize("path", RUNNABLE, ids=lambda p: p.name)
 def test_fixture_matches_dynamo(path: Path) -> None:
-    expected = expectations(path)
+    unit = {p.resolve() for p in lint_unit(path)}
+    expected = {(p, line): codes for p in unit for line, codes in expectations(p).items()}
     breaks = []
     for brk in observed_breaks(path):
-        frame = brk.innermost(lambda f: Path(f).resolve() == path)
+        frame = brk.innermost(lambda f: Path(f).resolve() in unit)
         assert frame is not None, f"break outside the fixture: {brk}"
-        breaks.append((frame.line, brk))
+        breaks.append((Path(frame.file).resolve(), frame.line, brk))
 
-    for line, codes in expected.items():
+    for (file, line), codes in expected.items():
         predicting = [c for c in codes if rule_by_code(c).predicts_break]  # type: ignore[union-attr]
         if predicting:
-            assert any(_matches(line, codes, brk, at) for at, brk in breaks), (
-                f"{path.name}:{line} expected {predicting} to break, Dynamo saw: "
-                + "; ".join(f"{at}: {b.gb_code} {b.gb_type}" for at, b in breaks)
+            assert any(f == file and _matches(line, codes, brk, at) for f, at, brk in breaks), (
+                f"{file.name}:{line} expected {predicting} to break, Dynamo saw: "
+                + "; ".join(f"{f.name}:{at}: {b.gb_code} {b.gb_type}" for f, at, b in breaks)
             )
-    for at, brk in breaks:
-        assert any(_matches(line, codes, brk, at) for line, codes in expected.items()), (
-            f"{path.name}:{at} broke ({brk.gb_code} {brk.gb_type}) with no matching expectation"
+    for file, at, brk in breaks:
+        assert any(f == file and _matches(line, codes, brk, at) for (f, line), codes in expected.items()), (
+            f"{file.name}:{at} broke ({brk.gb_code} {brk.gb_type}) with no matching expectation"
         )
 
 
 def test_every_fixture_with_expectations_runs() -> None:
     """A fixture whose breaks are never run under Dynamo would be unverified."""
+    covered = {p for runnable in RUNNABLE for p in lint_unit(runnable)}
     for path in fixture_files():
         if expectations(path):
-            assert path in RUNNABLE, f"{path.name} has expectations but no compile_lint_targets()"
+            assert path in covered, f"{path.name} has expectations but nothing runs it under Dynamo"
 
 
 def test_every_rule_is_backed_by_a_fixture() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from fixture_support import ROOT, expectations, fixture_files
+from fixture_support import ROOT, expectations, fixture_files, lint_unit
 
 from compile_lint.config import Config
 from compile_lint.engine import lint
@@ -13,10 +13,11 @@ from compile_lint.engine import lint
 
 @pytest.mark.parametrize("path", fixture_files(), ids=lambda p: p.name)
 def test_static_pass_matches_expectations(path: Path) -> None:
-    result = lint([str(path)], Config(root=ROOT), use_cache=False)
+    result = lint([str(p) for p in lint_unit(path)], Config(root=ROOT), use_cache=False)
     reported: dict[int, set[str]] = {}
     for finding in result.findings:
-        reported.setdefault(finding.line, set()).add(finding.code)
+        if finding.path == str(path):
+            reported.setdefault(finding.line, set()).add(finding.code)
     assert reported == expectations(path)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import os
@@ -85,11 +86,23 @@ def analyze_source(path: str, text: str) -> FileSummary:
     try:
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as error:
-        return unreadable(path, f"syntax error: {error.message}", error.raw_line, error.raw_column + 1)
+        return _syntax_error(path, text, error)
     try:
         return collect(module, FileWalker(path, module_name(path), dispatch_table()))
     except RecursionError:
         return unreadable(path, "too deeply nested to analyse")
+
+
+def _syntax_error(path: str, text: str, error: cst.ParserSyntaxError) -> FileSummary:
+    """Python's own message and location when it agrees the file is invalid: they are clearer."""
+    try:
+        ast.parse(text)
+    except SyntaxError as python_error:
+        line, col = python_error.lineno or 1, python_error.offset or 1
+        return unreadable(path, f"syntax error: {python_error.msg}", line, col)
+    except (ValueError, RecursionError, MemoryError):
+        pass
+    return unreadable(path, f"syntax error: {error.message}", error.raw_line, error.raw_column + 1)
 
 
 def analyze_bytes(path: str, data: bytes) -> FileSummary:

@@ -55,4 +55,4 @@ def summary_line(findings: list[Finding], files: int) -> Text:
     counts = Counter(f.code for f in findings)
     detail = ", ".join(f"{code} x{count}" for code, count in sorted(counts.items()))
     plural = "s" * (len(findings) != 1)
-    return Text(f"Found {len(findings)} finding{plural} in {files} files ({detail}).", style="bold")
+    return Text(f"Found {len(findings)} finding{plural} in {files} file{'s' * (files != 1)} ({detail}).", style="bold")

@@ -13,7 +13,7 @@ from compile_lint import __version__
 from compile_lint.config import Config, ConfigError, load_config
 from compile_lint.engine import lint
 from compile_lint.finding import Finding
-from compile_lint.reporters import json_report, text
+from compile_lint.reporters import github, json_report, sarif, text
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -29,7 +29,8 @@ def build_parser() -> argparse.ArgumentParser:
         "Also: `compile-lint rules` lists the rules, `compile-lint rule TCL101` explains one.",
     )
     parser.add_argument("paths", nargs="*", default=["."], help="files or folders to lint (default: .)")
-    parser.add_argument("--format", choices=["text", "json"], default="text", help="output format")
+    formats = ["text", "json", "sarif", "github"]
+    parser.add_argument("--format", choices=formats, default="text", help="output format")
     parser.add_argument("--select", type=_codes, help="only report codes with these prefixes, e.g. TCL1,TCL201")
     parser.add_argument("--ignore", type=_codes, help="never report codes with these prefixes")
     parser.add_argument("-j", "--jobs", type=int, default=1, help="lint files in N processes (0: one per core)")
@@ -57,6 +58,10 @@ def run_check(args: argparse.Namespace, console: Console) -> int:
 def report(findings: list[Finding], files: int, fmt: str, console: Console) -> None:
     if fmt == "json":
         print(json_report.render(findings))
+    elif fmt == "sarif":
+        print(sarif.render(findings))
+    elif fmt == "github":
+        print(github.render(findings))
     else:
         text.render(console, findings, files)
 
@@ -73,14 +78,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         return run_check(args, console)
     except ConfigError as error:
-        errors.print(f"compile-lint: configuration error: {error}", highlight=False)
+        message = f"compile-lint: configuration error: {error}"
+        errors.print(message, highlight=False, markup=False, soft_wrap=True)
         return EXIT_ERROR
     except KeyboardInterrupt:
         return EXIT_ERROR
     except SystemExit as exit_:  # argparse: usage errors and --help
         return exit_.code if isinstance(exit_.code, int) else EXIT_ERROR
     except Exception as error:  # noqa: BLE001 - the user gets one line, never a traceback
-        errors.print(f"compile-lint: internal error: {type(error).__name__}: {error}", highlight=False)
+        message = f"compile-lint: internal error: {type(error).__name__}: {error}"
+        errors.print(message, highlight=False, markup=False, soft_wrap=True)
         return EXIT_ERROR
 
 

@@ -1,39 +1,102 @@
-"""`compile-lint rules` and `compile-lint rule CODE`: documentation generated from the rules."""
+"""Rule documentation, generated from the rules themselves: `compile-lint rules`, `compile-lint
+rule CODE`, the SARIF rule entries and the README's rules table all read it from here."""
 
 from __future__ import annotations
 
+import sys
+
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from compile_lint.finding import gb_page
 from compile_lint.fixes import fixability
 from compile_lint.rules import all_rules, rule_by_code
 from compile_lint.rules.base import Rule
 
+COLUMNS = ("code", "name", "family", "GB codes", "fixable", "summary")
+TABLE_START = "<!-- rules-table:start -->"
+TABLE_END = "<!-- rules-table:end -->"
+
+
+def full_description(rule: Rule) -> str:
+    return f"{rule.what} {rule.why}"
+
+
+def help_uri(rule: Rule) -> str | None:
+    """The official page of the break the rule predicts, if it predicts one."""
+    return gb_page(rule.gb_codes[0]) if rule.gb_codes else None
+
+
+def _pages(rule: Rule) -> str:
+    return "\n".join(f"- {code}: {gb_page(code)}" for code in rule.gb_codes) or "- none (no graph break)"
+
+
+def rule_text(rule: Rule) -> str:
+    """Plain-text docs, for viewers that do not render Markdown (SARIF `help.text`)."""
+    return (
+        f"{rule.code} {rule.name}: {rule.summary}.\n\n{full_description(rule)}\n\n"
+        f"Fix: {rule.fix}\n\nOfficial graph-break pages:\n{_pages(rule)}\n"
+    )
+
 
 def rule_markdown(rule: Rule) -> str:
-    pages = "\n".join(f"- {code}: {gb_page(code)}" for code in rule.gb_codes) or "- none (no graph break)"
+    pages = _pages(rule)
     return (
         f"# {rule.code} {rule.name}\n\n{rule.summary}.\n\n"
         f"## What it does\n{rule.what}\n\n## Why it breaks the graph\n{rule.why}\n\n"
-        f"## Example\n```python\n{rule.example}```\n\n## Fix\n{rule.fix}\n\n```python\n{rule.fixed_example}```\n\n"
+        f"## Example\n```python\n{rule.example}```\n\n"
+        f"## Fix\n{rule.fix}\n\n```python\n{rule.fixed_example}```\n\n"
         f"## Official graph-break pages\n{pages}\n"
     )
 
 
+def rule_row(rule: Rule) -> tuple[str, ...]:
+    """One rule as the `COLUMNS` of `compile-lint rules` and the README table."""
+    return (rule.code, rule.name, rule.family, ", ".join(rule.gb_codes), fixability(rule.code), rule.summary)
+
+
+def _markdown_cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def rules_table_markdown() -> str:
+    """The README's rules table; GB codes link to their official pages."""
+    lines = [f"| {' | '.join(COLUMNS)} |", f"|{'---|' * len(COLUMNS)}"]
+    for rule in all_rules():
+        cells = list(rule_row(rule))
+        cells[3] = ", ".join(f"[{code}]({gb_page(code)})" for code in rule.gb_codes) or "-"
+        lines.append(f"| {' | '.join(_markdown_cell(cell) for cell in cells)} |")
+    return "\n".join(lines) + "\n"
+
+
+def replace_rules_table(readme: str) -> str:
+    """`readme` with the text between the rules-table markers replaced by the generated table."""
+    start, end = readme.find(TABLE_START), readme.find(TABLE_END)
+    if start < 0 or end < start:
+        raise ValueError(f"README lacks the {TABLE_START} ... {TABLE_END} markers")
+    return f"{readme[: start + len(TABLE_START)]}\n{rules_table_markdown()}{readme[end:]}"
+
+
+def print_rules(console: Console) -> None:
+    table = Table()
+    for column in COLUMNS:  # only the summary wraps; names and codes stay whole
+        table.add_column(column, no_wrap=column != "summary")
+    for rule in all_rules():
+        table.add_row(*(Text(cell) for cell in rule_row(rule)))  # literal text, not markup
+    console.print(table)
+
+
 def main(argv: list[str], console: Console) -> int:
-    if argv[0] == "rules":
-        table = Table("code", "name", "family", "GB codes", "fixable", "summary")
-        for rule in all_rules():
-            table.add_row(rule.code, rule.name, rule.family, ", ".join(rule.gb_codes), fixability(rule.code), rule.summary)
-        console.print(table)
+    if argv == ["rules"]:
+        print_rules(console)
         return 0
-    if len(argv) != 2:
-        console.print("usage: compile-lint rule CODE")
+    if argv[0] != "rule" or len(argv) != 2:
+        print("usage: compile-lint rules | compile-lint rule CODE", file=sys.stderr)
         return 2
     rule = rule_by_code(argv[1])
     if rule is None:
-        console.print(f"compile-lint: unknown rule {argv[1]!r}; `compile-lint rules` lists them")
+        print(f"compile-lint: unknown rule {argv[1]!r}; `compile-lint rules` lists them", file=sys.stderr)
         return 2
     print(rule_markdown(rule))
     return 0

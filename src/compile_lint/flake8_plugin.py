@@ -1,0 +1,57 @@
+"""flake8 plugin: the static engine on the lines flake8 has already read, reported as TCLnnn.
+
+flake8 lints file by file, so a helper is a compiled region here only when this file shows it
+(a `forward`, an `@torch.compile` function, or a function reached from one in the same file).
+Helpers reached from another file need `compile-lint` itself, which sees the whole project.
+flake8 does `--select`, `--ignore`, `--extend-select`, per-file-ignores and `# noqa` itself; from
+`[tool.compile-lint]` the plugin takes only what changes the analysis: the capture flags and
+`extra-regions`.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from functools import cache
+from pathlib import Path
+
+from compile_lint import __version__
+from compile_lint.config import Config, ConfigError, load_config
+from compile_lint.engine import analyze_source
+from compile_lint.finding import Finding
+from compile_lint.project import ProjectContext
+
+Error = tuple[int, int, str, type]
+
+
+@cache
+def _config_for(folder: Path) -> Config:
+    return load_config([str(folder)])
+
+
+def flake8_message(finding: Finding) -> str:
+    predicted = f" [{', '.join(finding.gb_codes)}]" if finding.gb_codes else ""
+    return f"{finding.code} {finding.message}{predicted}"
+
+
+class CompileLintPlugin:
+    name = "compile-lint"
+    version = __version__
+
+    # flake8 picks a plugin's kind from its parameter names: `tree` makes this a per-file plugin.
+    # The tree itself is unused: the rules need libcst, which parses `lines`.
+    def __init__(self, tree: ast.AST, lines: list[str], filename: str) -> None:
+        self.lines = lines
+        self.filename = filename
+
+    def run(self) -> Iterator[Error]:
+        try:
+            config = _config_for(Path(self.filename).resolve().parent)
+        except ConfigError as error:  # a flake8 error line, not a traceback from inside flake8
+            yield 1, 0, f"TCL000 file not linted: configuration error: {error}", type(self)
+            return
+        summary = analyze_source(self.filename, "".join(self.lines))
+        project = ProjectContext([summary], flags=config.flags(), extra_regions=config.extra_regions)
+        for finding in sorted(project.findings(), key=lambda f: f.sort_key):
+            # flake8 columns are 0-based; it adds 1 when it prints them.
+            yield finding.line, finding.col - 1, flake8_message(finding), type(self)

@@ -30,6 +30,9 @@ CONFIRM_KEYS = {
 }
 
 
+TOML_NAMES = {str: "string", int: "integer", float: "number", bool: "boolean", list: "list", dict: "table"}
+
+
 class ConfigError(Exception):
     """A configuration problem the user can fix; its message names the file and key."""
 
@@ -93,7 +96,8 @@ def find_pyproject(start: Path) -> Path | None:
 def _read_toml(path: Path) -> dict[str, Any]:
     try:
         with path.open("rb") as handle:
-            return tomllib.load(handle)
+            document: dict[str, Any] = tomllib.load(handle)
+            return document
     except (OSError, tomllib.TOMLDecodeError) as error:
         raise ConfigError(f"{path}: cannot read: {error}") from None
 
@@ -104,7 +108,7 @@ def load_config(paths: list[str], pyproject: Path | None = None) -> Config:
     if pyproject is None:
         return Config()
     table = _read_toml(pyproject).get("tool", {}).get("compile-lint", {})
-    return parse_table(table, pyproject)
+    return parse_table(_typed(table, dict, "tool.compile-lint", pyproject), pyproject)
 
 
 def _check_keys(table: dict[str, Any], known: dict[str, str], where: str, source: Path) -> None:
@@ -114,34 +118,41 @@ def _check_keys(table: dict[str, Any], known: dict[str, str], where: str, source
             raise ConfigError(f"{source}: unknown key `{key}` in [{where}] (known keys: {choices})")
 
 
-def _typed(value: Any, kind: type, key: str, source: Path) -> Any:
+def _typed(value: Any, kind: type, key: str, source: Path, item: type | None = None) -> Any:
+    """`value` if it is a `kind` (of `item`s, for lists); bools never pass as numbers."""
     ok = isinstance(value, kind) and not (kind is not bool and isinstance(value, bool))
-    if kind is list:
-        ok = isinstance(value, list) and all(isinstance(v, (str, int)) for v in value)
     if kind is float:
         ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if ok and item is not None:
+        ok = all(isinstance(v, item) and not isinstance(v, bool) for v in value)
     if not ok:
-        raise ConfigError(f"{source}: `{key}` must be a {kind.__name__}, got {value!r}")
+        expected = f"list of {TOML_NAMES[item]}s" if item else TOML_NAMES[kind]
+        raise ConfigError(f"{source}: `{key}` must be a {expected}, got {value!r}")
     return value
+
+
+def _codes(value: Any, key: str, source: Path) -> list[str]:
+    """Code prefixes, upper-cased as the CLI does (`tcl1` selects TCL101)."""
+    return [code.upper() for code in _typed(value, list, key, source, str)]
 
 
 def parse_table(table: dict[str, Any], source: Path) -> Config:
     _check_keys(table, TOP_KEYS, "tool.compile-lint", source)
     config = Config(root=source.parent, source=source)
-    config.select = _typed(table.get("select", []), list, "select", source)
-    config.ignore = _typed(table.get("ignore", []), list, "ignore", source)
+    config.select = _codes(table.get("select", []), "select", source)
+    config.ignore = _codes(table.get("ignore", []), "ignore", source)
     per_file = _typed(table.get("per-file-ignores", {}), dict, "per-file-ignores", source)
-    config.per_file_ignores = {k: _typed(v, list, f"per-file-ignores.{k}", source) for k, v in per_file.items()}
-    config.extra_regions = _typed(table.get("extra-regions", []), list, "extra-regions", source)
+    config.per_file_ignores = {k: _codes(v, f"per-file-ignores.{k}", source) for k, v in per_file.items()}
+    config.extra_regions = _typed(table.get("extra-regions", []), list, "extra-regions", source, str)
     for key in ("capture-scalar-outputs", "capture-dynamic-output-shape-ops"):
         setattr(config, key.replace("-", "_"), _typed(table.get(key, False), bool, key, source))
     confirm = _typed(table.get("confirm", {}), dict, "confirm", source)
     _check_keys(confirm, CONFIRM_KEYS, "tool.compile-lint.confirm", source)
     defaults = ConfirmConfig()
     config.confirm = ConfirmConfig(
-        targets=_typed(confirm.get("targets", defaults.targets), list, "confirm.targets", source),
+        targets=_typed(confirm.get("targets", defaults.targets), list, "confirm.targets", source, str),
         timeout=float(_typed(confirm.get("timeout", defaults.timeout), float, "confirm.timeout", source)),
-        shape=_typed(confirm.get("shape", defaults.shape), list, "confirm.shape", source),
+        shape=_typed(confirm.get("shape", defaults.shape), list, "confirm.shape", source, int),
         backend=_typed(confirm.get("backend", defaults.backend), str, "confirm.backend", source),
     )
     return config

@@ -23,6 +23,7 @@ Family = Literal[
     "correctness",
     "configuration",
     "parse",
+    "dynamic",
 ]
 FAMILY_OF_DIGIT: dict[str, Family] = {
     "0": "parse",
@@ -32,6 +33,7 @@ FAMILY_OF_DIGIT: dict[str, Family] = {
     "4": "dynamic-shape",
     "5": "recompile",
     "6": "correctness",
+    "8": "dynamic",  # seen only by `--confirm`: no static rule predicted it
     "9": "configuration",
 }
 # The Dynamo config flags that make some breaks disappear (see `Rule.silenced_by`).

@@ -7,7 +7,6 @@ import hashlib
 import json
 import os
 import re
-import tokenize
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -17,6 +16,7 @@ from pathlib import Path
 import libcst as cst
 
 from compile_lint import __version__
+from compile_lint.analysis.source import decode, read_source
 from compile_lint.analysis.summary import FileSummary
 from compile_lint.analysis.walker import FileWalker, Visitor, collect
 from compile_lint.config import Config
@@ -76,11 +76,6 @@ def unreadable(path: str, message: str, line: int = 1, col: int = 1) -> FileSumm
     return FileSummary(path=path, module="", error=error)
 
 
-def decode(path: str, data: bytes) -> str:
-    encoding, _ = tokenize.detect_encoding(iter(data.splitlines(keepends=True)).__next__)
-    return data.decode(encoding)
-
-
 def analyze_source(path: str, text: str) -> FileSummary:
     """Everything the project needs from one file's text; never raises."""
     try:
@@ -107,7 +102,7 @@ def _syntax_error(path: str, text: str, error: cst.ParserSyntaxError) -> FileSum
 
 def analyze_bytes(path: str, data: bytes) -> FileSummary:
     try:
-        text = decode(path, data)
+        text = decode(data)
     except (UnicodeDecodeError, SyntaxError, LookupError) as error:
         return unreadable(path, f"cannot decode: {error}")
     return analyze_source(path, text)
@@ -212,7 +207,7 @@ def apply_filters(findings: list[Finding], config: Config) -> list[Finding]:
             continue
         if finding.path not in lines_of:
             try:
-                lines_of[finding.path] = decode(finding.path, Path(finding.path).read_bytes()).splitlines()
+                lines_of[finding.path] = read_source(finding.path).splitlines()
             except (OSError, UnicodeDecodeError, SyntaxError, LookupError):
                 lines_of[finding.path] = []
         if not suppressed_by_noqa(finding, lines_of[finding.path]):
@@ -223,7 +218,7 @@ def apply_filters(findings: list[Finding], config: Config) -> list[Finding]:
 def lint_source(text: str, path: str = "<source>", flags: set[str] | None = None) -> list[Finding]:
     """Findings for one file's text on its own (no noqa or select filtering): for the flake8
     plugin, which has read the file already, and for the rules' own examples."""
-    project = ProjectContext([analyze_source(path, text)], flags=set(flags or ()))
+    project = ProjectContext([analyze_source(path, text)], flags=set(flags or ()), read_source={path: text}.__getitem__)
     return sorted(project.findings(), key=lambda f: f.sort_key)
 
 

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from compile_lint.analysis.source import read_source
 from compile_lint.analysis.summary import CallEdge, FileSummary, FunctionSummary
+from compile_lint.analysis.walker import locate_calls
 from compile_lint.finding import Finding
 from compile_lint.rules import all_rules
 
@@ -29,11 +32,13 @@ class ProjectContext:
     summaries: list[FileSummary]
     flags: set[str]
     extra_regions: list[str] = field(default_factory=list)
+    read_source: Callable[[str], str] = read_source  # to locate calls into disabled functions
     functions: dict[FunctionKey, FunctionSummary] = field(default_factory=dict)
     reached: dict[FunctionKey, Reach] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._by_file = {s.path: s for s in self.summaries}
+        self._located: dict[str, dict[str, FunctionSummary]] = {}
         self._classes = {}
         for summary in self.summaries:
             self.flags |= set(summary.flags)
@@ -120,10 +125,21 @@ class ProjectContext:
             reach = self.reached[key]
             for edge in self.functions[key].calls:
                 callee = self.resolve(key, edge)
+                if callee is not None and self.functions[callee].disabled:
+                    self._locate(key, edge)
                 if callee is None or callee in self.reached or self.functions[callee].disabled:
                     continue
                 self.reached[callee] = Reach(reach.root, [*reach.via, edge.text])
                 queue.append(callee)
+
+    def _locate(self, caller: FunctionKey, edge: CallEdge) -> None:
+        """Give `edge` its span: summaries leave call spans out, since nearly none is reported."""
+        path, qualname = caller
+        if path not in self._located:
+            summary = self._by_file[path]
+            self._located[path] = locate_calls(path, summary.module, self.read_source(path))
+        edges = self.functions[caller].calls
+        edge.span = self._located[path][qualname].calls[edges.index(edge)].span
 
     # -- findings ------------------------------------------------------------------------------
     def findings(self) -> list[Finding]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -114,9 +115,49 @@ def _decorator_kind(decorator: cst.Decorator, imports: ImportMap) -> tuple[bool,
     return False, None
 
 
-class FileWalker(cst.CSTVisitor):
+# Fields that hold only punctuation and whitespace: walking them is most of libcst's own visit cost.
+SKIPPED_FIELDS = frozenset(
+    {
+        "lpar", "rpar", "lbracket", "rbracket", "lbrace", "rbrace", "comma", "dot", "semicolon", "equal",
+        "colon", "star", "asynchronous", "leading_lines", "lines_after_decorators", "header", "footer",
+        "trailing_whitespace", "operator", "attr", "keyword", "newline", "indent",
+    }
+)  # fmt: skip
+LEAVES = (cst.Name, cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.Ellipsis)
+# Walk in evaluation order where libcst's field order differs: decorators before the body,
+# a comprehension's loops before the element they bind.
+FIELD_ORDER: dict[type[cst.CSTNode], tuple[str, ...]] = {
+    cst.FunctionDef: ("decorators", "params", "returns", "body"),
+    cst.ClassDef: ("decorators", "bases", "keywords", "body"),
+    cst.ListComp: ("for_in", "elt"),
+    cst.SetComp: ("for_in", "elt"),
+    cst.GeneratorExp: ("for_in", "elt"),
+    cst.DictComp: ("for_in", "key", "value"),
+}
+_fields_cache: dict[type[cst.CSTNode], tuple[str, ...]] = {}
+
+
+def child_fields(node_type: type[cst.CSTNode]) -> tuple[str, ...]:
+    found = _fields_cache.get(node_type)
+    if found is None:
+        if node_type in FIELD_ORDER:
+            found = FIELD_ORDER[node_type]
+        elif issubclass(node_type, LEAVES):
+            found = ()
+        else:
+            found = tuple(
+                f.name
+                for f in dataclasses.fields(node_type)  # type: ignore[arg-type]
+                if f.name not in SKIPPED_FIELDS and not f.name.startswith("whitespace")
+            )
+        _fields_cache[node_type] = found
+    return found
+
+
+class FileWalker:
+    """Walks the tree directly (libcst's visitor rebuilds every node, costing more than the parse)."""
+
     def __init__(self, path: str, module_name: str, dispatch: dict[type[cst.CSTNode], list[Visitor]]) -> None:
-        super().__init__()
         self.dispatch = dispatch
         self.imports = ImportMap()
         self.summary = FileSummary(path=path, module=module_name)
@@ -126,6 +167,18 @@ class FileWalker(cst.CSTVisitor):
         self.function_depth = 0
         self.instances: dict[str, str] = {}  # `model = Net()` at any level: name -> class name
         self.edge_nodes: list[tuple[CallEdge, cst.Call]] = []
+
+    def walk(self, node: cst.CSTNode) -> None:
+        if self.on_visit(node):
+            for name in child_fields(type(node)):
+                value = getattr(node, name)
+                if isinstance(value, cst.CSTNode):
+                    self.walk(value)
+                elif isinstance(value, (tuple, list)):
+                    for item in value:
+                        if isinstance(item, cst.CSTNode):
+                            self.walk(item)
+        self.on_leave(node)
 
     # -- structure ---------------------------------------------------------------------------
     def on_visit(self, node: cst.CSTNode) -> bool:
@@ -203,7 +256,7 @@ class FileWalker(cst.CSTVisitor):
             return False
         traced: cst.CSTNode | None = node.body if polarity else node.orelse
         if traced is not None:
-            traced.visit(self)
+            self.walk(traced)
         return True
 
     # -- calls and compile targets -------------------------------------------------------------
@@ -264,7 +317,7 @@ class FileWalker(cst.CSTVisitor):
             return
         if isinstance(target, cst.Name) and isinstance(value, cst.Call) and isinstance(value.func, cst.Name):
             self.instances[target.value] = value.func.value
-        self.ctx.facts.bind(target, kind)
+        self.ctx.facts.bind(target, kind, value)
 
     def _bind_loop(self, node: cst.For | cst.CompFor) -> None:
         iterable = node.iter
@@ -281,12 +334,14 @@ def _is_true(node: cst.BaseExpression) -> bool:
 
 
 def collect(module: cst.Module, walker: FileWalker) -> FileSummary:
-    """Run the walker over `module` and turn its pending reports into positioned candidates."""
-    module.visit(walker)
+    """Run the walker over `module` and turn its pending reports into positioned candidates.
+
+    Call sites get no span here (most files have hundreds and nearly none is ever reported);
+    `call_spans` finds them on demand.
+    """
+    walker.walk(module)
     pending = walker.ctx.pending
-    spans = spans_of(module, [p.node for p in pending] + [node for _, node in walker.edge_nodes])
-    for edge, node in walker.edge_nodes:
-        edge.span = _one_based(spans[id(node)])
+    spans = spans_of(module, [p.node for p in pending])
     summary = walker.summary
     for item in pending:
         line, col, end_line, end_col = _one_based(spans[id(item.node)])
@@ -306,6 +361,17 @@ def collect(module: cst.Module, walker: FileWalker) -> FileSummary:
         )
         summary.candidates.append(Candidate(finding, item.owner, item.condition))
     return summary
+
+
+def locate_calls(path: str, module_name: str, text: str) -> dict[str, FunctionSummary]:
+    """The file's functions again, this time with the span of every call edge."""
+    walker = FileWalker(path, module_name, {})
+    module = cst.parse_module(text)
+    walker.walk(module)
+    spans = spans_of(module, [node for _, node in walker.edge_nodes])
+    for edge, node in walker.edge_nodes:
+        edge.span = _one_based(spans[id(node)])
+    return walker.summary.functions
 
 
 def _one_based(span: tuple[int, int, int, int]) -> tuple[int, int, int, int]:

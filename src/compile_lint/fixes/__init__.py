@@ -6,8 +6,14 @@ from typing import Literal
 
 Fixability = Literal["safe", "unsafe", "no"]
 
-# code -> the strongest kind of automatic fix available for it; filled in as codemods land.
-FIXABLE: dict[str, Fixability] = {}
+# code -> the strongest kind of automatic fix its codemods offer (`codemods.CODEMODS`; a test
+# keeps the two in step). "safe": `--fix` applies it; "unsafe": only `--unsafe-fixes` does.
+FIXABLE: dict[str, Fixability] = {
+    "TCL101": "safe",  # `x / x.abs().max().item()` -> `.detach()`; other operands: unsafe
+    "TCL103": "unsafe",  # torch.where computes both branches
+    "TCL201": "unsafe",  # the guarded print no longer runs under compile
+    "TCL204": "unsafe",  # likewise for logging calls
+}
 
 
 def fixability(code: str) -> Fixability:

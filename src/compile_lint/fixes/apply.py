@@ -1,0 +1,214 @@
+"""Apply codemods to one file's text: find each finding's node, plan edits, rewrite, re-parse."""
+
+from __future__ import annotations
+
+import ast
+import copy
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+import libcst as cst
+from libcst.metadata import CodeRange, MetadataWrapper, ParentNodeProvider, PositionProvider
+
+from compile_lint.analysis.tensors import TensorFacts
+from compile_lint.analysis.walker import FileWalker
+from compile_lint.finding import Finding
+from compile_lint.fixes.codemods import CODEMODS, Edit, Replacement, Safety, Site
+
+Span = tuple[int, int, int, int]  # line, col (0-based), end_line, end_col, as libcst positions
+Positions = Mapping[cst.CSTNode, CodeRange]
+
+
+class FixError(Exception):
+    """A rewrite produced code that does not parse: a bug in a codemod; the file is left alone."""
+
+
+@dataclass
+class FixedText:
+    text: str
+    applied: list[Edit] = field(default_factory=list)
+    withheld: list[Edit] = field(default_factory=list)  # unsafe edits not allowed on this run
+
+
+def finding_span(finding: Finding) -> Span:
+    return finding.line, finding.col - 1, finding.end_line, finding.end_col - 1
+
+
+def _span(position: CodeRange) -> Span:
+    return position.start.line, position.start.column, position.end.line, position.end.column
+
+
+def _snapshot(facts: TensorFacts) -> TensorFacts:
+    """A copy that later assignments in the walk do not change."""
+    copied = copy.copy(facts)
+    for name, value in vars(facts).items():
+        if isinstance(value, (dict, set)):
+            setattr(copied, name, type(value)(value))
+    return copied
+
+
+class _FactsAt(FileWalker):
+    """The rules' own walk, stopping to copy the tensor facts in force at each wanted node."""
+
+    def __init__(self, wanted: set[int]) -> None:
+        super().__init__("<fix>", "", {})
+        self.wanted = wanted
+        self.facts_at: dict[int, TensorFacts] = {}
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if id(node) in self.wanted:
+            self.facts_at[id(node)] = _snapshot(self.ctx.facts)
+        return super().on_visit(node)
+
+
+def plan_edits(module: cst.Module, findings: Iterable[Finding]) -> tuple[list[Edit], _FactsAt, Positions]:
+    """One edit per finding a codemod can rewrite, in finding order (overlaps not yet removed)."""
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    positions = wrapper.resolve(PositionProvider)
+    parents = wrapper.resolve(ParentNodeProvider)
+    fixable = [f for f in findings if f.code in CODEMODS]
+    spans = {finding_span(f) for f in fixable}
+    at_span: dict[Span, list[cst.CSTNode]] = {}
+    for node, position in positions.items():
+        span = _span(position)
+        if span in spans:
+            at_span.setdefault(span, []).append(node)
+    probe = _FactsAt({id(node) for nodes in at_span.values() for node in nodes})
+    probe.walk(module)
+    edits: list[Edit] = []
+    for finding in fixable:
+        edit = _first_edit(finding, at_span.get(finding_span(finding), []), parents, probe)
+        if edit is not None:
+            edits.append(edit)
+    return edits, probe, positions
+
+
+def _first_edit(
+    finding: Finding, nodes: list[cst.CSTNode], parents: Mapping[cst.CSTNode, cst.CSTNode], probe: _FactsAt
+) -> Edit | None:
+    for node in nodes:
+        facts = probe.facts_at.get(id(node))
+        if facts is None:  # in a branch the walker skips (e.g. under `if is_compiling()`)
+            continue
+        for codemod in CODEMODS[finding.code]:
+            edit = codemod(Site(finding, node, parents, facts))
+            if edit is not None:
+                return edit
+    return None
+
+
+def _extent(edit: Edit, positions: Positions) -> tuple[tuple[int, int], tuple[int, int]]:
+    ranges = [positions[node] for node, _ in edit.changes]
+    start = min((r.start.line, r.start.column) for r in ranges)
+    end = max((r.end.line, r.end.column) for r in ranges)
+    return start, end
+
+
+def non_overlapping(edits: list[Edit], positions: Positions) -> list[Edit]:
+    """Keep edits in order, dropping any that touches a span an earlier one rewrites (the next
+    round, on the rewritten file, picks them up again)."""
+    kept: list[Edit] = []
+    taken: list[tuple[tuple[int, int], tuple[int, int]]] = []
+    for edit in edits:
+        start, end = _extent(edit, positions)
+        if all(end <= other_start or start >= other_end for other_start, other_end in taken):
+            kept.append(edit)
+            taken.append((start, end))
+    return kept
+
+
+class _Apply(cst.CSTTransformer):
+    """Swap each edited node for its replacement; merge adjacent new guards into one `if`."""
+
+    def __init__(self, edits: list[Edit]) -> None:
+        super().__init__()
+        self.replacements: dict[int, Replacement] = {id(o): r for e in edits for o, r in e.changes}
+        self.guards: set[int] = {id(g) for e in edits for g in e.guards}
+
+    def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> Replacement:  # type: ignore[override]
+        replacement = self.replacements.get(id(original_node))
+        if replacement is not None:
+            return replacement
+        if isinstance(updated_node, cst.IndentedBlock) and self.guards:
+            return updated_node.with_changes(body=self._merge_guards(updated_node.body))
+        return updated_node
+
+    def _merge_guards(self, body: Iterable[cst.BaseStatement]) -> list[cst.BaseStatement]:
+        merged: list[cst.BaseStatement] = []
+        for statement in body:
+            previous = merged[-1] if merged else None
+            if (
+                isinstance(previous, cst.If)
+                and isinstance(statement, cst.If)
+                and {id(previous), id(statement)} <= self.guards
+            ):
+                assert isinstance(previous.body, cst.IndentedBlock) and isinstance(
+                    statement.body, cst.IndentedBlock
+                )
+                inner = [statement.body.body[0].with_changes(leading_lines=statement.leading_lines)]
+                combined = previous.with_changes(
+                    body=previous.body.with_changes(body=[*previous.body.body, *inner])
+                )
+                self.guards.add(id(combined))
+                merged[-1] = combined
+            else:
+                merged.append(statement)
+        return merged
+
+
+def _future_and_docstring(body: Iterable[cst.BaseStatement]) -> int:
+    """How many leading statements must stay before any import: the docstring and __future__s."""
+    count = 0
+    for index, statement in enumerate(body):
+        small = statement.body[0] if isinstance(statement, cst.SimpleStatementLine) else None
+        is_docstring = (
+            index == 0 and isinstance(small, cst.Expr) and isinstance(small.value, cst.SimpleString)
+        )
+        is_future = (
+            isinstance(small, cst.ImportFrom)
+            and isinstance(small.module, cst.Name)
+            and small.module.value == "__future__"
+        )
+        if not (is_docstring or is_future):
+            break
+        count = index + 1
+    return count
+
+
+def with_torch_import(module: cst.Module) -> cst.Module:
+    """Add `import torch` after the docstring and __future__ imports; the blank lines and comments
+    that stood above the next statement move above the import."""
+    body = list(module.body)
+    at = _future_and_docstring(body)
+    following = body[at] if at < len(body) else None
+    leading = following.leading_lines if following is not None else ()
+    statement = cst.SimpleStatementLine(
+        [cst.Import([cst.ImportAlias(cst.Name("torch"))])], leading_lines=leading
+    )
+    if following is not None:
+        body[at] = following.with_changes(leading_lines=())
+    body.insert(at, statement)
+    return module.with_changes(body=body)
+
+
+def fix_text(text: str, findings: Iterable[Finding], allowed: set[Safety]) -> FixedText:
+    """Apply the allowed fixes for `findings` (all from this file) to `text`."""
+    module = cst.parse_module(text)
+    edits, probe, positions = plan_edits(module, findings)
+    torch_name = probe.imports.aliases.get("torch")
+    if torch_name not in (None, "torch"):  # `torch` names something else here: leave those fixes
+        edits = [e for e in edits if not e.needs_torch]
+    withheld = [e for e in edits if e.safety not in allowed]
+    chosen = non_overlapping([e for e in edits if e.safety in allowed], positions)
+    if not chosen:
+        return FixedText(text, [], withheld)
+    fixed = module.visit(_Apply(chosen))
+    if torch_name is None and any(e.needs_torch for e in chosen):
+        fixed = with_torch_import(fixed)
+    new_text = fixed.code
+    try:
+        ast.parse(new_text)
+        cst.parse_module(new_text)
+    except (SyntaxError, cst.ParserSyntaxError) as error:
+        raise FixError(f"the rewritten code does not parse: {error}") from error
+    return FixedText(new_text, chosen, withheld)

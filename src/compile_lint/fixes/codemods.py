@@ -1,0 +1,366 @@
+"""libcst codemods, keyed by the rule code they fix. Each one rewrites only its finding's own
+statement or expression; everything else in the file stays byte-identical.
+
+A codemod gets a `Site` (the node a finding points at, its parents, and the tensor facts the
+rules saw there) and returns an `Edit`, or None when the pattern is not one it can rewrite
+mechanically. Safe edits keep behaviour; unsafe ones change evaluation (see each docstring).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+import libcst as cst
+
+from compile_lint.analysis.tensors import Kind, TensorFacts
+from compile_lint.finding import Finding
+
+Safety = Literal["safe", "unsafe"]
+Replacement = cst.CSTNode | cst.RemovalSentinel | cst.FlattenSentinel[cst.BaseStatement]
+
+# Tensor methods/functions whose result is already a bool tensor: usable as a torch.where condition.
+BOOL_RESULTS = frozenset(
+    {
+        "any", "all", "isnan", "isinf", "isfinite", "isposinf", "isneginf", "isclose", "signbit", "bool",
+        "logical_and", "logical_or", "logical_not", "logical_xor",
+        "eq", "ne", "gt", "lt", "ge", "le", "greater", "less", "greater_equal", "less_equal",
+    }
+)  # fmt: skip
+# No-argument methods whose result has the receiver's dtype and device (unlike `sum`/`prod`,
+# which widen integers to int64): `x / x.abs().max().detach()` keeps x's dtype exactly.
+SAME_DTYPE_METHODS = frozenset({"abs", "max", "min", "amax", "amin", "mean", "median", "std", "var", "norm"})
+ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide)
+
+
+@dataclass
+class Site:
+    """Where a finding points: the node, its parents, and the tensor facts in force there."""
+
+    finding: Finding
+    node: cst.CSTNode
+    parents: Mapping[cst.CSTNode, cst.CSTNode]
+    facts: TensorFacts
+
+    def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        return self.parents.get(node)
+
+
+@dataclass
+class Edit:
+    finding: Finding
+    safety: Safety
+    title: str  # what the rewrite does, for the report
+    changes: list[tuple[cst.CSTNode, Replacement]]  # original node -> its replacement
+    needs_torch: bool = True
+    guards: list[cst.If] = field(default_factory=list)  # new `if not is_compiling()` blocks
+
+
+Codemod = Callable[[Site], "Edit | None"]
+
+
+# -- small builders ------------------------------------------------------------------------------
+def _attr(*names: str) -> cst.BaseExpression:
+    expr: cst.BaseExpression = cst.Name(names[0])
+    for name in names[1:]:
+        expr = cst.Attribute(expr, cst.Name(name))
+    return expr
+
+
+def _call(func: cst.BaseExpression, *args: cst.BaseExpression) -> cst.Call:
+    return cst.Call(func, [cst.Arg(_unparen(a)) for a in args])
+
+
+def _unparen(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """Drop redundant parentheses around a call argument (tuples and generators need theirs)."""
+    if expr.lpar and not isinstance(expr, (cst.Tuple, cst.GeneratorExp, cst.Yield)):
+        return expr.with_changes(lpar=[], rpar=[])
+    return expr
+
+
+def _where(cond: cst.BaseExpression, a: cst.BaseExpression, b: cst.BaseExpression) -> cst.Call:
+    return _call(_attr("torch", "where"), cond, a, b)
+
+
+def comments_in(node: cst.CSTNode) -> list[cst.Comment]:
+    found: list[cst.Comment] = []
+
+    class _Collect(cst.CSTVisitor):
+        def visit_Comment(self, comment: cst.Comment) -> None:
+            found.append(comment)
+
+    node.visit(_Collect())
+    return found
+
+
+def names_in(node: cst.CSTNode) -> set[str]:
+    found: set[str] = set()
+
+    class _Collect(cst.CSTVisitor):
+        def visit_Name(self, name: cst.Name) -> None:
+            found.add(name.value)
+
+    node.visit(_Collect())
+    return found
+
+
+def _small_statements(block: cst.BaseSuite) -> list[cst.BaseSmallStatement] | None:
+    """The statements of a block, if each is a simple one on its own line (or all on the `if` line)."""
+    if isinstance(block, cst.SimpleStatementSuite):
+        return list(block.body)
+    assert isinstance(block, cst.IndentedBlock)
+    statements: list[cst.BaseSmallStatement] = []
+    for line in block.body:
+        if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
+            return None
+        statements.append(line.body[0])
+    return statements
+
+
+def _line(statement: cst.BaseSmallStatement, template: cst.If) -> cst.SimpleStatementLine:
+    return cst.SimpleStatementLine([statement], leading_lines=template.leading_lines)
+
+
+def _carry_header_comment(line: cst.SimpleStatementLine, if_node: cst.If) -> cst.SimpleStatementLine:
+    """Keep the comment of the `if ...:` line (e.g. a noqa) on the line that replaces it."""
+    header = if_node.body.header if isinstance(if_node.body, cst.IndentedBlock) else None
+    if header is None or header.comment is None:
+        return line
+    return line.with_changes(trailing_whitespace=header)
+
+
+# -- TCL103: data-dependent branches -> torch.where ----------------------------------------------
+def bool_condition(test: cst.BaseExpression, facts: TensorFacts) -> cst.BaseExpression | None:
+    """`test` as a bool tensor for torch.where, or None if it is not all tensors.
+
+    `not`/`and`/`or` become logical_not/_and/_or; a non-bool tensor `t` becomes `t.bool()`,
+    which is the truth value `if t:` takes.
+    """
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = bool_condition(test.expression, facts)
+        return None if inner is None else _call(_attr("torch", "logical_not"), inner)
+    if isinstance(test, cst.BooleanOperation):
+        left, right = bool_condition(test.left, facts), bool_condition(test.right, facts)
+        if left is None or right is None:
+            return None
+        name = "logical_and" if isinstance(test.operator, cst.And) else "logical_or"
+        return _call(_attr("torch", name), left, right)
+    if facts.kind(test) is not Kind.TENSOR:
+        return None
+    if isinstance(test, cst.Comparison):
+        return test if len(test.comparisons) == 1 else None  # `a < t < b` is a Python `and`
+    if isinstance(test, cst.Call):
+        func = test.func
+        method = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")
+        if method in BOOL_RESULTS:
+            return test
+    if not (isinstance(test, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) or test.lpar):
+        test = test.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    return cst.Call(cst.Attribute(test, cst.Name("bool")))
+
+
+def _assignments(block: cst.BaseSuite) -> list[tuple[str, cst.BaseExpression]] | None:
+    """`[(name, value)]` if the block only assigns single names, each once."""
+    statements = _small_statements(block)
+    if not statements:
+        return None
+    pairs: list[tuple[str, cst.BaseExpression]] = []
+    for statement in statements:
+        if not (isinstance(statement, cst.Assign) and len(statement.targets) == 1):
+            return None
+        target = statement.targets[0].target
+        if not isinstance(target, cst.Name):
+            return None
+        pairs.append((target.value, statement.value))
+    names = [name for name, _ in pairs]
+    return pairs if len(set(names)) == len(names) else None
+
+
+def _single_return(block: cst.BaseSuite) -> cst.BaseExpression | None:
+    statements = _small_statements(block)
+    if statements and len(statements) == 1 and isinstance(statements[0], cst.Return):
+        return statements[0].value
+    return None
+
+
+def _only_header_comment(if_node: cst.If) -> bool:
+    """A rewrite of `if_node` may drop no comment except the `if` line's own (which it carries)."""
+    header = if_node.body.header if isinstance(if_node.body, cst.IndentedBlock) else None
+    allowed = header.comment if header else None
+    return all(comment is allowed for comment in comments_in(if_node.with_changes(leading_lines=())))
+
+
+def _tensors(facts: TensorFacts, *exprs: cst.BaseExpression) -> bool:
+    return all(facts.kind(e) is Kind.TENSOR for e in exprs)
+
+
+UNSAFE_WHERE = "evaluates both branches"
+
+
+def where_for_if(site: Site) -> Edit | None:
+    """`if c: y = a else: y = b` -> `y = torch.where(c, a, b)` (also `if c: y = a` alone, keeping y
+    otherwise), and `if c: return a else: return b` or `if c: return a` + `return b` ->
+    `return torch.where(c, a, b)`. Unsafe: both branches are computed, and their shapes broadcast."""
+    if_node = site.parent(site.node)
+    if not isinstance(if_node, cst.If) or if_node.test is not site.node or not _only_header_comment(if_node):
+        return None
+    cond = bool_condition(if_node.test, site.facts)
+    if cond is None:
+        return None
+    return _where_assign(site, if_node, cond) or _where_return(site, if_node, cond)
+
+
+def _where_assign(site: Site, if_node: cst.If, cond: cst.BaseExpression) -> Edit | None:
+    taken = _assignments(if_node.body)
+    if taken is None:
+        return None
+    if isinstance(if_node.orelse, cst.Else):
+        other = _assignments(if_node.orelse.body)
+        if other is None or [n for n, _ in other] != [n for n, _ in taken]:
+            return None
+        pairs = [(name, a, b) for (name, a), (_, b) in zip(taken, other, strict=True)]
+    elif if_node.orelse is None:  # `if c: y = f(y)`: y keeps its value otherwise
+        pairs = [(name, a, cst.Name(name)) for name, a in taken]
+    else:
+        return None  # elif chains
+    if not all(_tensors(site.facts, a, b) for _, a, b in pairs):
+        return None
+    if len(pairs) > 1 and names_in(if_node.test) & {name for name, _, _ in pairs}:
+        return None  # the condition would change between the assignments
+    lines = [
+        cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name(name))], _where(cond, a, b))])
+        for name, a, b in pairs
+    ]
+    lines[0] = _carry_header_comment(lines[0].with_changes(leading_lines=if_node.leading_lines), if_node)
+    names = ", ".join(name for name, _, _ in pairs)
+    replacement: Replacement = cst.FlattenSentinel(lines)
+    return Edit(
+        site.finding,
+        "unsafe",
+        f"`{names}` selected with torch.where ({UNSAFE_WHERE})",
+        [(if_node, replacement)],
+    )
+
+
+def _where_return(site: Site, if_node: cst.If, cond: cst.BaseExpression) -> Edit | None:
+    taken = _single_return(if_node.body)
+    if taken is None:
+        return None
+    changes: list[tuple[cst.CSTNode, Replacement]] = []
+    if isinstance(if_node.orelse, cst.Else):
+        other = _single_return(if_node.orelse.body)
+    elif if_node.orelse is None:  # `if c: return a` then `return b`
+        following = _next_statement(site, if_node)
+        other = _single_return_line(following)
+        if following is not None and other is not None:
+            changes.append((following, cst.RemovalSentinel.REMOVE))
+    else:
+        return None
+    if other is None or not _tensors(site.facts, taken, other):
+        return None
+    line = _carry_header_comment(_line(cst.Return(_where(cond, taken, other)), if_node), if_node)
+    changes.insert(0, (if_node, line))
+    return Edit(site.finding, "unsafe", f"return selected with torch.where ({UNSAFE_WHERE})", changes)
+
+
+def _next_statement(site: Site, statement: cst.BaseStatement) -> cst.BaseStatement | None:
+    block = site.parent(statement)
+    body: Sequence[cst.BaseStatement] = getattr(block, "body", ())
+    for index, sibling in enumerate(body[:-1]):
+        if sibling is statement:
+            return body[index + 1]
+    return None
+
+
+def _single_return_line(statement: cst.BaseStatement | None) -> cst.BaseExpression | None:
+    if (
+        not isinstance(statement, cst.SimpleStatementLine)
+        or len(statement.body) != 1
+        or comments_in(statement)
+    ):
+        return None
+    only = statement.body[0]
+    return only.value if isinstance(only, cst.Return) else None
+
+
+def where_for_ternary(site: Site) -> Edit | None:
+    """`a if c else b` -> `torch.where(c, a, b)`. Unsafe: both sides are computed."""
+    ternary = site.parent(site.node)
+    if not isinstance(ternary, cst.IfExp) or ternary.test is not site.node or comments_in(ternary):
+        return None
+    cond = bool_condition(ternary.test, site.facts)
+    if cond is None or not _tensors(site.facts, ternary.body, ternary.orelse):
+        return None
+    call = _where(cond, ternary.body, ternary.orelse).with_changes(lpar=ternary.lpar, rpar=ternary.rpar)
+    title = f"conditional expression -> torch.where ({UNSAFE_WHERE})"
+    return Edit(site.finding, "unsafe", title, [(ternary, call)])
+
+
+# -- TCL201/TCL204: print and logging -> skipped while compiling ---------------------------------
+def guard_call(site: Site) -> Edit | None:
+    """`print(...)` / `logger.info(...)` as a statement -> `if not torch.compiler.is_compiling():`
+    around it. Unsafe: the call no longer runs under torch.compile."""
+    expr = site.parent(site.node)
+    line = site.parent(expr) if expr is not None else None
+    if not isinstance(expr, cst.Expr) or expr.value is not site.node:
+        return None
+    if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
+        return None
+    if not isinstance(site.parent(line), cst.IndentedBlock):
+        return None
+    test = cst.UnaryOperation(cst.Not(), cst.Call(_attr("torch", "compiler", "is_compiling")))
+    guard = cst.If(
+        test, cst.IndentedBlock([line.with_changes(leading_lines=())]), leading_lines=line.leading_lines
+    )
+    title = "call skipped while compiling (it no longer runs under torch.compile)"
+    return Edit(site.finding, "unsafe", title, [(line, guard)], guards=[guard])
+
+
+# -- TCL101: `.item()` feeding tensor arithmetic -> `.detach()` ----------------------------------
+def _same_dtype_root(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """Strip trailing dtype-preserving no-argument method calls: `x.abs().max()` -> `x`."""
+    while (
+        isinstance(expr, cst.Call)
+        and not expr.args
+        and isinstance(expr.func, cst.Attribute)
+        and expr.func.attr.value in SAME_DTYPE_METHODS
+    ):
+        expr = expr.func.value
+    return expr
+
+
+def detach_item(site: Site) -> Edit | None:
+    """`x / x.abs().max().item()` -> `x / x.abs().max().detach()`: the value stays a 0-d tensor.
+
+    Safe when the other operand is the very tensor the value was reduced from with
+    dtype-preserving methods: dtype, device, shape, values and gradients are unchanged. Otherwise
+    unsafe: a 0-d tensor takes part in type promotion and device checks where a Python number
+    did not (e.g. an int tensor times a float64 0-d tensor is float64, times a float is float32).
+    """
+    call = site.node
+    if not (
+        isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value == "item"
+    ):
+        return None
+    operation = site.parent(call)
+    if not isinstance(operation, cst.BinaryOperation) or not isinstance(operation.operator, ARITHMETIC):
+        return None
+    other = operation.right if operation.left is call else operation.left
+    if site.facts.kind(other) is not Kind.TENSOR:
+        return None
+    root = _same_dtype_root(call.func.value)
+    safe = isinstance(root, cst.Name) and _same_dtype_root(_unparen(other)).deep_equals(root)
+    detached = call.with_changes(func=call.func.with_changes(attr=cst.Name("detach")))
+    title = "`.item()` -> `.detach()`: the value stays a tensor"
+    if not safe:
+        title += " (type promotion may differ from a Python number)"
+    return Edit(site.finding, "safe" if safe else "unsafe", title, [(call, detached)], needs_torch=False)
+
+
+CODEMODS: dict[str, tuple[Codemod, ...]] = {
+    "TCL101": (detach_item,),
+    "TCL103": (where_for_if, where_for_ternary),
+    "TCL201": (guard_call,),
+    "TCL204": (guard_call,),
+}

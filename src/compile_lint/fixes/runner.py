@@ -1,0 +1,206 @@
+"""`--fix`, `--unsafe-fixes`, `--diff`: fix a whole project in memory (round after round, until
+nothing more applies), then replace each changed file atomically, and only if nobody changed it
+since it was read. Encoding, BOM and line endings are kept."""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import os
+import shutil
+import sys
+import tempfile
+import tokenize
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from rich.console import Console
+from rich.text import Text
+
+from compile_lint.analysis.summary import FileSummary
+from compile_lint.config import Config
+from compile_lint.engine import analyze_source, discover, lint, suppressed_by_noqa
+from compile_lint.finding import Finding
+from compile_lint.fixes.apply import FixError, fix_text
+from compile_lint.fixes.codemods import CODEMODS, Edit, Safety
+from compile_lint.project import ProjectContext
+
+MAX_ROUNDS = 10  # a fix can expose another (e.g. a guarded print inside a rewritten branch)
+
+
+@dataclass
+class Source:
+    path: str
+    data: bytes
+    encoding: str  # as declared (coding cookie or BOM), so it is written back the same way
+    text: str
+    stamp: tuple[int, int]  # (mtime_ns, size) when read
+
+
+@dataclass
+class FilePlan:
+    source: Source
+    text: str
+    applied: list[Edit]
+
+    def encoded(self) -> bytes:
+        return self.text.encode(self.source.encoding)
+
+    def diff(self) -> str:
+        path = self.source.path
+        lines = difflib.unified_diff(_lines(self.source.text), _lines(self.text), f"a/{path}", f"b/{path}")
+        return "".join(lines)
+
+
+@dataclass
+class Plan:
+    files: list[FilePlan] = field(default_factory=list)  # only files that change
+    withheld: int = 0  # unsafe fixes left out because --unsafe-fixes was not given
+    errors: list[str] = field(default_factory=list)  # files left alone, with why
+
+
+def _lines(text: str) -> list[str]:
+    lines = text.splitlines(keepends=True)
+    if lines and not lines[-1].endswith(("\n", "\r")):
+        lines[-1] += "\n\\ No newline at end of file\n"
+    return lines
+
+
+def read_source(path: str) -> Source | None:
+    """None for files that cannot be read or decoded (the lint reports those as TCL000)."""
+    try:
+        with open(path, "rb") as handle:
+            stat = os.fstat(handle.fileno())
+            data = handle.read()
+        encoding, _ = tokenize.detect_encoding(iter(data.splitlines(keepends=True)).__next__)
+        text = data.decode(encoding)
+    except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
+        return None
+    return Source(path, data, encoding, text, (stat.st_mtime_ns, stat.st_size))
+
+
+def _selected(findings: Iterable[Finding], config: Config, texts: dict[str, str]) -> list[Finding]:
+    """The findings the user would see (select/ignore/noqa), judged on the current in-memory text."""
+    lines = {path: text.splitlines() for path, text in texts.items()}
+    return [
+        f for f in findings
+        if f.code in CODEMODS and f.path in texts and config.is_selected(f.code, f.path)
+        and not suppressed_by_noqa(f, lines[f.path])
+    ]  # fmt: skip
+
+
+def plan_fixes(paths: list[str], config: Config, allowed: set[Safety]) -> Plan:
+    sources = {s.path: s for s in map(read_source, discover(paths)) if s is not None}
+    texts = {path: source.text for path, source in sources.items()}
+    summaries: dict[str, FileSummary] = {path: analyze_source(path, text) for path, text in texts.items()}
+    applied: dict[str, list[Edit]] = {path: [] for path in sources}
+    plan = Plan()
+    broken: set[str] = set()
+    for _ in range(MAX_ROUNDS):
+        project = ProjectContext(
+            list(summaries.values()), flags=config.flags(), extra_regions=config.extra_regions
+        )
+        by_path: dict[str, list[Finding]] = {}
+        for finding in _selected(project.findings(), config, texts):
+            by_path.setdefault(finding.path, []).append(finding)
+        plan.withheld = 0
+        changed = False
+        for path, findings in by_path.items():
+            if path in broken:
+                continue
+            try:
+                result = fix_text(texts[path], findings, allowed)
+            except FixError as error:
+                plan.errors.append(f"{path}: not fixed: {error}")
+                broken.add(path)
+                continue
+            plan.withheld += len(result.withheld)
+            if result.applied:
+                texts[path] = result.text
+                summaries[path] = analyze_source(path, result.text)
+                applied[path].extend(result.applied)
+                changed = True
+        if not changed:
+            break
+    plan.files = [FilePlan(sources[p], texts[p], applied[p]) for p in sources if texts[p] != sources[p].text]
+    return plan
+
+
+def _changed_since_read(source: Source, target: str) -> bool:
+    try:
+        stat = os.stat(target)
+        with open(target, "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return True
+    return (stat.st_mtime_ns, stat.st_size) != source.stamp or data != source.data
+
+
+def write_fixed(plan: FilePlan) -> bool:
+    """Replace the file with its fixed bytes through a temporary file in the same folder and
+    `os.replace`; False, writing nothing, if the file changed since it was read."""
+    target = os.path.realpath(plan.source.path)  # a symlink keeps pointing at the fixed file
+    if _changed_since_read(plan.source, target):
+        return False
+    folder, name = os.path.split(target)
+    handle, temporary = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".compile-lint.tmp")
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(plan.encoded())
+            stream.flush()
+            os.fsync(stream.fileno())
+        shutil.copymode(target, temporary)
+        if _changed_since_read(plan.source, target):
+            os.unlink(temporary)
+            return False
+        os.replace(temporary, target)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise
+    return True
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}{'s' * (n != 1)}"
+
+
+def run(args: argparse.Namespace, config: Config, console: Console) -> int:
+    """The CLI branch for --fix / --unsafe-fixes / --diff; returns the exit code."""
+    from compile_lint.cli import EXIT_CLEAN, EXIT_FINDINGS, report
+
+    allowed: set[Safety] = {"safe", "unsafe"} if args.unsafe_fixes else {"safe"}
+    log = console if args.format == "text" and not args.diff else Console(stderr=True)
+    plan = plan_fixes(args.paths, config, allowed)
+    for error in plan.errors:
+        log.print(Text(f"compile-lint: {error}", style="red"), soft_wrap=True)
+    fixes = sum(len(f.applied) for f in plan.files)
+    hint = f" ({_count(plan.withheld, 'more fix')} with --unsafe-fixes)" if plan.withheld else ""
+    if args.diff:
+        for file in plan.files:
+            sys.stdout.write(file.diff())
+        log.print(
+            f"Would fix {_count(fixes, 'finding')} in {_count(len(plan.files), 'file')}{hint}.",
+            highlight=False,
+        )
+        return EXIT_FINDINGS if plan.files else EXIT_CLEAN
+    skipped = []
+    for file in plan.files:
+        if not write_fixed(file):
+            skipped.append(file)
+            continue
+        for edit in file.applied:
+            log.print(
+                Text(f"fixed {file.source.path}:{edit.finding.line} {edit.finding.code}: {edit.title}"),
+                soft_wrap=True,
+            )
+    for file in skipped:
+        log.print(
+            Text(f"skipped {file.source.path}: it changed since it was read; run again", style="yellow")
+        )
+    written = len(plan.files) - len(skipped)
+    fixed = sum(len(f.applied) for f in plan.files if f not in skipped)
+    log.print(f"Fixed {_count(fixed, 'finding')} in {_count(written, 'file')}{hint}.", highlight=False)
+    result = lint(args.paths, config, jobs=args.jobs or os.cpu_count() or 1, use_cache=not args.no_cache)
+    report(result.findings, result.files, args.format, console)
+    return EXIT_FINDINGS if result.findings or skipped or plan.errors else EXIT_CLEAN

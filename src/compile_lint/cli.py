@@ -35,6 +35,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--ignore", type=_codes, help="never report codes with these prefixes")
     parser.add_argument("-j", "--jobs", type=int, default=1, help="lint files in N processes (0: one per core)")
     parser.add_argument("--no-cache", action="store_true", help="do not read or write the summary cache")
+    parser.add_argument("--fix", action="store_true", help="apply the safe fixes, then report what is left")
+    parser.add_argument(
+        "--unsafe-fixes",
+        action="store_true",
+        help="also apply fixes that change evaluation (torch.where computes both branches; "
+        "guarded prints do not run under compile); implies --fix",
+    )
+    parser.add_argument("--diff", action="store_true", help="print the fixes as a diff; write nothing")
     parser.add_argument("--version", action="version", version=f"compile-lint {__version__}")
     return parser
 
@@ -49,6 +57,10 @@ def _merge_cli(config: Config, args: argparse.Namespace) -> Config:
 
 def run_check(args: argparse.Namespace, console: Console) -> int:
     config = _merge_cli(load_config(args.paths), args)
+    if args.fix or args.unsafe_fixes or args.diff:
+        from compile_lint.fixes import runner
+
+        return runner.run(args, config, console)
     jobs = args.jobs or os.cpu_count() or 1
     result = lint(args.paths, config, jobs=jobs, use_cache=not args.no_cache)
     report(result.findings, result.files, args.format, console)

@@ -1,0 +1,199 @@
+"""Static findings against what Dynamo did: a status for each, plus the breaks nobody predicted."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from compile_lint.finding import Finding
+from compile_lint.rules import rule_by_code
+from compile_lint.rules.base import Rule
+
+FRAME_SKIP_REACH = 2  # Dynamo blames a frame skip (`id(t)`) up to two lines after the cause
+BRANCH = re.compile(r"^\s*(?:el)?if\s+(?P<test>.+?):\s*(?:#.*)?$")
+LOOP_OR_TERNARY = re.compile(r"^\s*while\s|\sif\s.+\selse\s")
+
+
+@dataclass
+class Observed:
+    """Everything the workers saw, keyed by real paths."""
+
+    executed: dict[str, set[int]] = field(default_factory=dict)
+    breaks: list[tuple[dict[str, Any], str]] = field(default_factory=list)  # (break, run id)
+    recompiles: list[tuple[dict[str, Any], str]] = field(default_factory=list)  # (variation, run id)
+
+
+@dataclass
+class Matched:
+    findings: list[Finding]
+    confirming: dict[int, tuple[dict[str, Any], str]]  # id(finding) -> the break that confirmed it
+
+
+def match(findings: list[Finding], observed: Observed, linted: dict[str, str]) -> Matched:
+    """`linted` maps each linted file's real path to the path the user gave."""
+    used: set[int] = set()
+    out: list[Finding] = []
+    confirming: dict[int, tuple[dict[str, Any], str]] = {}
+    sources = _Sources()
+    for finding in findings:
+        updated, hit = _status(finding, observed, used, sources)
+        out.append(updated)
+        if hit is not None:
+            confirming[id(updated)] = hit
+    out.extend(_dynamic_only(observed, used, linted, sources))
+    out.extend(_recompile_findings(observed, linted, sources))
+    return Matched(sorted(out, key=lambda f: f.sort_key), confirming)
+
+
+def _status(
+    finding: Finding, observed: Observed, used: set[int], sources: _Sources
+) -> tuple[Finding, tuple[dict[str, Any], str] | None]:
+    rule = rule_by_code(finding.code)
+    if rule is None or not (rule.predicts_break or rule.family == "recompile"):
+        return finding, None  # nothing dynamic to check it against (e.g. a correctness rule)
+    real = os.path.realpath(finding.path)
+    if rule.predicts_break:
+        hits = [i for i, (b, _) in enumerate(observed.breaks) if _blames(finding, rule, b, real)]
+        if hits:
+            used.update(hits)
+            brk, run = observed.breaks[hits[0]]
+            details = {**finding.details, **_break_details(brk, run)}
+            fix = _branch_fix(finding, sources) or finding.fix
+            return replace(finding, status="confirmed", details=details, fix=fix), observed.breaks[hits[0]]
+    else:
+        reasons = [v for v, _ in observed.recompiles if _recompiled_here(finding, v, real)]
+        if reasons:
+            return replace(finding, status="confirmed", details={**finding.details, "recompiles": reasons}), None
+    lines = observed.executed.get(real, set())
+    ran = any(line in lines for line in range(finding.line, finding.end_line + 1))
+    return replace(finding, status="not-reproduced" if ran else "not-run"), None
+
+
+def _blames(finding: Finding, rule: Rule, brk: dict[str, Any], real: str) -> bool:
+    line = brk["user_line"]
+    if brk["user_file"] != real or line is None:
+        return False
+    if finding.line <= line <= finding.end_line:
+        return True
+    same_function = (finding.function or "").rsplit(".", 1)[-1] == brk["user_function"]
+    skip = rule.frame_skip or brk["frame_skip"]
+    return bool(skip and same_function and finding.line <= line <= finding.end_line + FRAME_SKIP_REACH)
+
+
+def _recompiled_here(finding: Finding, variation: dict[str, Any], real: str) -> bool:
+    name = (finding.function or "").rsplit(".", 1)[-1]
+    for where in variation["functions"]:
+        path, _, function = where.rpartition(":")
+        if os.path.realpath(path.rpartition(":")[0]) == real and function == name:
+            return True
+    return False
+
+
+def _break_details(brk: dict[str, Any], run: str) -> dict[str, Any]:
+    return {
+        "observed_gb_code": brk["gb_code"],
+        "gb_type": brk["gb_type"],
+        "explanation": brk["explanation"],
+        "hints": brk["hints"],
+        "frame_skip": brk["frame_skip"],
+        "target": run,
+    }
+
+
+def _branch_fix(finding: Finding, sources: _Sources) -> str:
+    """A confirmed `.item()` that only feeds a branch: say how to keep the branch in the graph."""
+    if finding.code != "TCL101":
+        return ""
+    source = sources.line(finding.path, finding.line)
+    branch = BRANCH.match(source)
+    if branch:
+        condition = branch.group("test").replace(".item()", "")
+        return (
+            f"The `.item()` only feeds this branch: keep the condition a tensor and select with "
+            f"`torch.where({condition}, value_if_true, value_if_false)`, or use `torch.cond` "
+            "when the branches run different code."
+        )
+    if LOOP_OR_TERNARY.search(source):
+        return "Keep the value a tensor and select with `torch.where(cond, a, b)` instead of branching on `.item()`."
+    return ""
+
+
+def _dynamic_only(observed: Observed, used: set[int], linted: dict[str, str], sources: _Sources) -> list[Finding]:
+    rule = rule_by_code("TCL801")
+    assert rule is not None
+    found: dict[tuple[str, int, str], Finding] = {}
+    for index, (brk, run) in enumerate(observed.breaks):
+        path = linted.get(brk["user_file"] or "")
+        if index in used or path is None:
+            continue
+        key = (path, brk["user_line"], brk["gb_code"] or brk["gb_type"])
+        if key in found:
+            continue
+        skip = " (frame skipped: the whole function runs eagerly)" if brk["frame_skip"] else ""
+        hint = next((h for h in brk["hints"] if "fundamental" not in h), "")
+        found[key] = Finding(
+            *sources.span(path, brk["user_line"]),
+            code=rule.code,
+            message=f"Dynamo broke the graph here: {brk['gb_type']}{skip}; no static rule predicted it",
+            gb_codes=[brk["gb_code"]] if brk["gb_code"] else [],
+            fix=hint or rule.fix,
+            status="dynamic-only",
+            function=brk["user_function"],
+            details=_break_details(brk, run),
+        )
+    return list(found.values())
+
+
+def _recompile_findings(observed: Observed, linted: dict[str, str], sources: _Sources) -> list[Finding]:
+    rule = rule_by_code("TCL802")
+    assert rule is not None
+    found: dict[tuple[str, int, str], Finding] = {}
+    for variation, run in observed.recompiles:
+        if not ((variation["every_call"] and variation["calls"] > 1) or variation["limit_hit"]):
+            continue
+        for where in variation["functions"][:1]:
+            file_line, _, function = where.rpartition(":")
+            file, _, line = file_line.rpartition(":")
+            path = linted.get(os.path.realpath(file))
+            if path is None:
+                continue
+            what = "hit recompile_limit" if variation["limit_hit"] else "recompiled on every call"
+            reason = f" (guard: {variation['reasons'][0]})" if variation["reasons"] else ""
+            found.setdefault(
+                (path, int(line), variation["trigger"]),
+                Finding(
+                    *sources.span(path, int(line)),
+                    code=rule.code,
+                    message=f"`{function}` {what} when varying {variation['trigger']}{reason}",
+                    fix=variation["suggestion"],
+                    status="dynamic-only",
+                    function=function,
+                    details={**variation, "target": run},
+                ),
+            )
+    return list(found.values())
+
+
+class _Sources:
+    """Source lines of the linted files, read once each."""
+
+    def __init__(self) -> None:
+        self.cache: dict[str, list[str]] = {}
+
+    def line(self, path: str, number: int) -> str:
+        if path not in self.cache:
+            try:
+                self.cache[path] = Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
+            except OSError:
+                self.cache[path] = []
+        lines = self.cache[path]
+        return lines[number - 1] if 0 < number <= len(lines) else ""
+
+    def span(self, path: str, number: int) -> tuple[str, int, int, int, int]:
+        """(path, line, col, end_line, end_col) covering the statement text on that line."""
+        text = self.line(path, number)
+        col = len(text) - len(text.lstrip()) + 1
+        return path, number, col, number, max(col, len(text.rstrip()) + 1)

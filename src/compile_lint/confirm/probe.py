@@ -1,0 +1,150 @@
+"""Recompile probe (runs in the worker): after the break run, vary one thing at a time.
+
+Each tensor dimension grows twice (4 -> 5 -> 6), each float tensor is cast to float64 and each
+Python scalar argument changes twice; the same inputs are also repeated to catch state that
+changes on every call (a module counter). Recompiles and their guard-failure reasons come from
+Dynamo's recompiles log, attributed to the variation that caused them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch._dynamo
+
+from compile_lint.confirm.capture import DynamoLog
+
+RECOMPILING = re.compile(r"Recompiling function (\S+) in (.*):(\d+)")
+GUARD_LINE = re.compile(r"^\s*-\s*(.+)$", re.M)
+MAX_REASONS = 3
+
+
+@dataclass
+class Variation:
+    trigger: str  # what changed, e.g. "x dim 0 (4 -> 5 -> 6)"
+    calls: int = 0
+    recompiled_calls: int = 0
+    reasons: list[str] = field(default_factory=list)  # guard failures, as Dynamo words them
+    functions: list[str] = field(default_factory=list)  # "file:line:name" of the recompiled code
+    limit_hit: str = ""
+    suggestion: str = ""
+
+    @property
+    def every_call(self) -> bool:
+        return self.calls > 0 and self.recompiled_calls == self.calls
+
+
+Call = Callable[[tuple[Any, ...], dict[str, Any]], object]
+Slot = tuple[int | str, str]  # positional index or keyword, and the parameter's name
+
+
+def probe(call: Call, args: tuple[Any, ...], kwargs: dict[str, Any], names: list[str], log: DynamoLog) -> list[Variation]:
+    """Variations that recompiled, each with its reasons and a suggestion."""
+    torch._dynamo.reset()
+    log.clear()
+    call(args, kwargs)
+    found = [_repeat(call, args, kwargs, log)]
+    for slot, value in _slots(args, kwargs, names):
+        for trigger, values, advice in _variants(slot[1], value):
+            found.append(_vary(call, args, kwargs, slot, values, Variation(trigger), log, advice))
+    return [v for v in found if v.recompiled_calls]
+
+
+def _repeat(call: Call, args: tuple[Any, ...], kwargs: dict[str, Any], log: DynamoLog) -> Variation:
+    """Same inputs again; if both repeats recompile, go on until the recompile limit shows."""
+    variation = Variation("the same inputs, called again")
+    limit = int(torch._dynamo.config.recompile_limit)
+    while variation.calls < 2 or (variation.every_call and variation.calls <= limit and not variation.limit_hit):
+        _observe(variation, lambda: call(args, kwargs), log)
+    guard = variation.reasons[0] if variation.reasons else "?"
+    variation.suggestion = (
+        f"state read by the function changes between calls (guard `{guard}`): keep it in a tensor "
+        "(e.g. a registered buffer) or outside the compiled region"
+    )
+    return variation
+
+
+def _slots(args: tuple[Any, ...], kwargs: dict[str, Any], names: list[str]) -> Iterator[tuple[Slot, Any]]:
+    for index, value in enumerate(args):
+        yield (index, names[index] if index < len(names) else f"arg{index}"), value
+    for key, value in kwargs.items():
+        yield (key, key), value
+
+
+def _variants(name: str, value: Any) -> Iterator[tuple[str, list[Any], tuple[str, str]]]:
+    """(trigger, changed values, (advice if it recompiled once, advice if on every change))."""
+    if isinstance(value, torch.Tensor):
+        for dim, size in enumerate(value.shape):
+            dynamic = f"`torch._dynamo.mark_dynamic({name}, {dim})` before the first call or `dynamic=True`"
+            yield (
+                f"{name} dim {dim} ({size} -> {size + 1} -> {size + 2})",
+                [_resized(value, dim, size + grow) for grow in (1, 2)],
+                (f"one recompile, then size {dim} is dynamic; {dynamic} avoids it",
+                 f"every new size of dim {dim} recompiles: use {dynamic}, and move shape checks out of the region"),
+            )
+        if value.is_floating_point() and value.dtype != torch.float64:
+            advice = f"each dtype of `{name}` compiles its own graph: cast once, before the compiled call"
+            yield f"{name} dtype ({str(value.dtype).removeprefix('torch.')} -> float64)", [value.double()], (advice, advice)
+    elif isinstance(value, bool):
+        advice = f"each value of `{name}` compiles its own graph: pass it as a tensor or branch outside the region"
+        yield f"{name} ({value} -> {not value})", [not value], (advice, advice)
+    elif isinstance(value, (int, float, str)):
+        changed = [value + "x", value + "xx"] if isinstance(value, str) else [value + 1, value + 2]
+        yield (
+            f"{name} ({value!r} -> {changed[0]!r} -> {changed[1]!r})",
+            changed,
+            (f"one recompile, then `{name}` is dynamic; pass it as a 0-d tensor to avoid even that",
+             f"every value of `{name}` compiles a new graph: pass it as a tensor, or hoist the choice out of the region"),
+        )
+
+
+def _resized(value: torch.Tensor, dim: int, size: int) -> torch.Tensor:
+    """`value` with `size` entries along `dim`, reusing its own values (indices stay in range)."""
+    index = torch.arange(size) % value.shape[dim]
+    return value.detach().index_select(dim, index).requires_grad_(value.requires_grad)
+
+
+def _vary(
+    call: Call,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    slot: Slot,
+    values: list[Any],
+    variation: Variation,
+    log: DynamoLog,
+    advice: tuple[str, str],
+) -> Variation:
+    key = slot[0]
+    for value in values:
+        changed_args = tuple(value if i == key else a for i, a in enumerate(args))
+        changed_kwargs = {k: value if k == key else v for k, v in kwargs.items()}
+        try:
+            _observe(variation, lambda a=changed_args, k=changed_kwargs: call(a, k), log)  # type: ignore[misc]
+        except Exception:  # noqa: BLE001 - the target does not accept this variation (e.g. a Linear width)
+            return Variation(variation.trigger)
+    variation.suggestion = advice[1] if variation.every_call and variation.calls > 1 else advice[0]
+    return variation
+
+
+def _observe(variation: Variation, run: Callable[[], object], log: DynamoLog) -> None:
+    seen, hits = len(log.recompiles), len(log.limit_hits)
+    run()
+    variation.calls += 1
+    new = log.recompiles[seen:]
+    if new:
+        variation.recompiled_calls += 1
+    for message in new:
+        for reason in GUARD_LINE.findall(message):
+            if reason not in variation.reasons and len(variation.reasons) < MAX_REASONS:
+                variation.reasons.append(reason.strip())
+        head = RECOMPILING.search(message)
+        if head:
+            where = f"{head.group(2)}:{head.group(3)}:{head.group(1)}"
+            if where not in variation.functions:
+                variation.functions.append(where)
+    if len(log.limit_hits) > hits and not variation.limit_hit:
+        variation.limit_hit = log.limit_hits[hits].splitlines()[0]

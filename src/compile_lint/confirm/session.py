@@ -1,0 +1,142 @@
+"""`compile-lint --confirm`: the static pass, then every target in a worker, then the matching.
+
+This side never imports torch; the worker does, once per process.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from compile_lint.config import Config
+from compile_lint.confirm.match import Observed, match
+from compile_lint.confirm.plan import TargetSpec, Unrunnable, UsageError, automatic_specs, explicit_specs
+from compile_lint.confirm.repro import write_all
+from compile_lint.confirm.runner import WorkerPool
+from compile_lint.engine import apply_filters, discover, summarize
+from compile_lint.finding import Finding
+from compile_lint.project import ProjectContext
+
+
+@dataclass
+class ConfirmOptions:
+    targets: list[str]
+    backend: str
+    timeout: float
+    shape: list[int]
+    repro_dir: Path | None = None
+    jobs: int = 1
+    use_cache: bool = True
+
+
+@dataclass
+class TargetReport:
+    """One row of the summary: a target (or one entry of a factory's list) and what happened."""
+
+    label: str
+    outcome: str  # ok, raised, timed-out, crashed, not-run, error
+    error: str = ""
+    graphs: int = 0
+    breaks: int = 0
+    one_graph: bool | None = None
+    fullgraph_error: str = ""
+    recompiles: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class ConfirmResult:
+    findings: list[Finding]
+    files: int
+    targets: list[TargetReport]
+    environment: dict[str, Any]
+    repro_scripts: list[Path] = field(default_factory=list)
+
+
+class Progress(Protocol):
+    def start(self, total: int) -> None: ...
+
+    def advance(self, label: str) -> None: ...
+
+
+def confirm(paths: list[str], config: Config, options: ConfirmOptions, progress: Progress) -> ConfirmResult:
+    if importlib.util.find_spec("torch") is None:
+        raise UsageError("--confirm runs your code under torch.compile and needs torch: pip install 'compile-lint[confirm]'")
+    files, specs, unrunnable, project = _plan(paths, config, options)
+    static = apply_filters(project.findings(), config)
+    linted = {os.path.realpath(f): f for f in files}
+    observed = Observed()
+    reports: list[TargetReport] = [TargetReport(u.label, "not-run", u.reason) for u in unrunnable]
+    runs: dict[str, dict[str, Any]] = {}
+    pool = WorkerPool(options.backend, options.timeout)
+    covered: set[tuple[str, str]] = set()
+    progress.start(len(specs))
+    try:
+        for spec in specs:
+            if spec.region is None or spec.region not in covered:
+                request = {"target": spec.request(options.backend, options.shape), "files": list(linted)}
+                reply = pool.run(request)
+                reports.extend(_collect(spec, reply, observed, runs, covered, options.backend))
+            progress.advance(spec.label)
+    finally:
+        pool.close()
+    matched = match(static, observed, linted)
+    environment = {**pool.environment, "targets": [vars(r) for r in reports]}
+    result = ConfirmResult(matched.findings, len(files), reports, environment)
+    if options.repro_dir is not None:
+        confirmed = [
+            (f, *_with_run(matched.confirming[id(f)], runs)) for f in matched.findings if id(f) in matched.confirming
+        ]
+        result.repro_scripts = write_all(options.repro_dir, confirmed, pool.environment)
+    return result
+
+
+def _plan(
+    paths: list[str], config: Config, options: ConfirmOptions
+) -> tuple[list[str], list[TargetSpec], list[Unrunnable], ProjectContext]:
+    """Explicit factories first, so the automatic targets they already cover are skipped."""
+    files = discover(paths)
+    summaries, _ = summarize(files, options.jobs, config.root if options.use_cache else None)
+    project = ProjectContext(summaries, flags=config.flags(), extra_regions=config.extra_regions)
+    explicit = explicit_specs(options.targets, Path.cwd()) + explicit_specs(config.confirm.targets, config.root)
+    automatic, unrunnable = automatic_specs(project)
+    return files, explicit + automatic, unrunnable, project
+
+
+def _with_run(hit: tuple[dict[str, Any], str], runs: dict[str, dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
+    brk, run_id = hit
+    return brk, runs[run_id]
+
+
+def _collect(
+    spec: TargetSpec,
+    reply: dict[str, Any],
+    observed: Observed,
+    runs: dict[str, dict[str, Any]],
+    covered: set[tuple[str, str]],
+    backend: str,
+) -> list[TargetReport]:
+    if reply["outcome"] != "ok":
+        return [TargetReport(spec.label, reply["outcome"], reply.get("error", ""))]
+    reports = []
+    for run in reply["runs"]:
+        label = spec.label if len(reply["runs"]) == 1 and spec.kind != "factory" else f"{spec.label} [{run['name']}]"
+        report = TargetReport(label, run["outcome"], run.get("error", ""))
+        reports.append(report)
+        if run["outcome"] != "ok":
+            continue
+        runs[label] = {**run, "backend": backend, "root": spec.root, "module": spec.module}
+        if run["covers"]:
+            covered.add((run["covers"][0], run["covers"][1]))
+        for path, lines in run["executed"].items():
+            observed.executed.setdefault(path, set()).update(lines)
+        observed.breaks.extend((brk, label) for brk in run["breaks"])
+        observed.recompiles.extend((variation, label) for variation in run.get("recompiles", []))
+        report.graphs = run["graphs"]
+        report.breaks = len(run["breaks"])
+        report.one_graph = run["one_graph"]
+        report.fullgraph_error = run["fullgraph_error"]
+        report.recompiles = run.get("recompiles", [])
+    return reports

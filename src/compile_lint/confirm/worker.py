@@ -1,0 +1,213 @@
+"""The worker process: `python -m compile_lint.confirm.worker`, one torch import for many targets.
+
+Requests and replies are JSON lines on private copies of stdin/stdout; the user's code sees
+/dev/null as stdin and prints to stderr, so neither `input()` nor `print` can touch the protocol.
+Per target: an eager run traced line by line (which lines ran), the break run under the
+graph-break log, a `fullgraph=True` run, and the recompile probe.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import platform
+import sys
+import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict
+from types import FrameType
+from typing import Any, TextIO
+
+import torch
+import torch._dynamo
+from torch._dynamo.utils import counters
+
+from compile_lint.confirm.capture import Break, capture_dynamo_log, forced_backend
+from compile_lint.confirm.inputs import (
+    Made,
+    NoInputs,
+    code_identity,
+    function_target,
+    module_target,
+    parameter_names,
+    unwrapped,
+)
+from compile_lint.confirm.probe import probe
+from compile_lint.confirm.targets import Target, TargetError, compiled, targets_from_factory
+
+LOGGING = "graph_breaks and recompiles artifacts via torch._logging.set_logs, captured by handlers"
+
+
+def environment(backend: str) -> dict[str, Any]:
+    cuda = torch.cuda.is_available()
+    return {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "backend": backend,
+        "cuda_available": cuda,
+        "cuda_version": torch.version.cuda,
+        "device": torch.cuda.get_device_name(0) if cuda else "cpu",
+        "torch_logging": LOGGING,
+        "TORCH_LOGS": os.environ.get("TORCH_LOGS", ""),
+    }
+
+
+def load(spec: dict[str, Any]) -> Any:
+    """Import the user's module by name from its root, with every torch.compile forced to the backend."""
+    if spec["root"] not in sys.path:
+        sys.path.insert(0, spec["root"])
+    with forced_backend(spec["backend"]):
+        return importlib.import_module(spec["module"])
+
+
+def build(spec: dict[str, Any], module: Any) -> list[Made]:
+    torch.manual_seed(0)  # the same random inputs as the --repro-dir scripts
+    shape = spec["shape"]
+    if spec["kind"] == "function":
+        return [function_target(module, spec["attr"], shape)]
+    if spec["kind"] == "module":
+        return [module_target(module, spec["attr"], shape)]
+    factory = getattr(module, spec["attr"], None)
+    if not callable(factory):
+        raise TargetError(f"{spec['module']} has no callable `{spec['attr']}`")
+    setup = f"fn, args, kwargs = _entry(mod.{spec['attr']}(), {{index}})"
+    return [Made(t, setup=setup.format(index=i)) for i, t in enumerate(targets_from_factory(factory))]
+
+
+@contextmanager
+def traced_lines(files: set[str]) -> Iterator[dict[str, set[int]]]:
+    """Lines executed in `files` while active (sys.settrace: Python 3.11 has no sys.monitoring)."""
+    executed: dict[str, set[int]] = {}
+
+    def local(frame: FrameType, event: str, arg: object) -> Callable[..., Any] | None:
+        if event == "line":
+            executed[frame.f_code.co_filename].add(frame.f_lineno)
+        return local
+
+    def global_(frame: FrameType, event: str, arg: object) -> Callable[..., Any] | None:
+        filename = frame.f_code.co_filename
+        if filename not in files:
+            return None
+        executed.setdefault(filename, set()).add(frame.f_lineno)
+        return local
+
+    sys.settrace(global_)
+    try:
+        yield executed
+    finally:
+        sys.settrace(None)
+
+
+def user_files(paths: list[str]) -> set[str]:
+    """The linted files under every spelling the interpreter may use for them."""
+    return {p for path in paths for p in (path, os.path.realpath(path), os.path.abspath(path))}
+
+
+def describe_error(error: BaseException, files: set[str]) -> str:
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if f.filename in files]
+    where = f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}{where}: {text[0] if text else ''}".rstrip(": ")
+
+
+def break_record(brk: Break, files: set[str]) -> dict[str, Any]:
+    frame = brk.innermost(lambda f: f in files)
+    record = asdict(brk)
+    del record["frames"]
+    record["user_file"] = os.path.realpath(frame.file) if frame else None
+    record["user_line"] = frame.line if frame else None
+    record["user_function"] = frame.function if frame else None
+    return record
+
+
+def graph_count() -> int:
+    return int(counters["stats"]["unique_graphs"])
+
+
+def run_target(made: Made, spec: dict[str, Any], files: set[str]) -> dict[str, Any]:
+    target, backend = made.target, spec["backend"]
+    identity = code_identity(target.fn)
+    result: dict[str, Any] = {
+        "name": target.name,
+        "covers": [os.path.realpath(identity[0]), identity[1]] if identity else None,
+        "repro": {"setup": made.setup, "args": made.args, "kwargs": made.kwargs},
+    }
+    eager = unwrapped(target.fn)
+    try:
+        with torch.compiler.set_stance("force_eager"), traced_lines(files) as executed:
+            eager(*target.args, **target.kwargs)
+    except Exception as error:  # noqa: BLE001 - the user's code raised: report it, go on
+        return {**result, "outcome": "raised", "error": describe_error(error, files)}
+    result["executed"] = {os.path.realpath(f): sorted(lines) for f, lines in executed.items()}
+    torch._dynamo.reset()
+    before = graph_count()
+    with capture_dynamo_log() as log:
+        try:
+            compiled(target, backend)(*target.args, **target.kwargs)
+        except Exception as error:  # noqa: BLE001
+            return {**result, "outcome": "raised", "error": "under torch.compile: " + describe_error(error, files)}
+        result["graphs"] = graph_count() - before
+        result["breaks"] = [break_record(b, files) for b in log.breaks]
+        result.update(fullgraph(target, backend, files) if log.breaks else {"one_graph": True, "fullgraph_error": ""})
+        fn = compiled(target, backend)
+        variations = probe(lambda a, k: fn(*a, **k), target.args, target.kwargs, parameter_names(target.fn), log)
+        result["recompiles"] = [{**asdict(v), "every_call": v.every_call} for v in variations]
+    return {**result, "outcome": "ok"}
+
+
+def fullgraph(target: Target, backend: str, files: set[str]) -> dict[str, Any]:
+    torch._dynamo.reset()
+    try:
+        compiled(target, backend, fullgraph=True)(*target.args, **target.kwargs)
+    except Exception as error:  # noqa: BLE001 - the first error is the answer
+        return {"one_graph": False, "fullgraph_error": describe_error(error, files)}
+    return {"one_graph": True, "fullgraph_error": ""}
+
+
+def handle(request: dict[str, Any]) -> dict[str, Any]:
+    spec = request["target"]
+    files = user_files(request["files"])
+    try:
+        module = load(spec)
+    except BaseException as error:  # noqa: BLE001 - includes SystemExit from the user's module
+        return {"outcome": "error", "error": f"cannot import {spec['module']}: {describe_error(error, files)}"}
+    try:
+        made = build(spec, module)
+    except NoInputs as error:
+        return {"outcome": "not-run", "error": str(error)}
+    except Exception as error:  # noqa: BLE001 - a factory that raises or breaks the protocol
+        return {"outcome": "error", "error": f"factory {spec['attr']}: {describe_error(error, files)}"}
+    runs = []
+    for one in made:
+        try:
+            runs.append(run_target(one, spec, files))
+        except MemoryError:
+            runs.append({"name": one.target.name, "outcome": "raised", "error": "ran out of memory"})
+        finally:
+            torch._dynamo.reset()
+    return {"outcome": "ok", "runs": runs}
+
+
+def serve(requests: TextIO, replies: TextIO) -> None:
+    replies.write(json.dumps({"ready": environment(os.environ.get("COMPILE_LINT_BACKEND", "eager"))}) + "\n")
+    replies.flush()
+    for line in requests:
+        replies.write(json.dumps(handle(json.loads(line))) + "\n")
+        replies.flush()
+
+
+def main() -> None:
+    """Keep private copies of the pipes, then give the user's code /dev/null and stderr."""
+    requests = os.fdopen(os.dup(0), "r", encoding="utf-8")
+    replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(2, 1)
+    sys.stdin = open(os.devnull, encoding="utf-8")  # noqa: SIM115 - lives as long as the process
+    serve(requests, replies)
+
+
+if __name__ == "__main__":
+    main()

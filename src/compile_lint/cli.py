@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from rich.console import Console
 
@@ -43,6 +44,15 @@ def build_parser() -> argparse.ArgumentParser:
         "guarded prints do not run under compile); implies --fix",
     )
     parser.add_argument("--diff", action="store_true", help="print the fixes as a diff; write nothing")
+    confirm = parser.add_argument_group("--confirm", "run the compiled regions under real Dynamo (executes your code)")
+    confirm.add_argument("--confirm", action="store_true", help="give every finding a status and find missed breaks")
+    confirm.add_argument(
+        "--target", action="append", metavar="MOD:FACTORY",
+        help="a zero-argument factory returning (fn, args[, kwargs]) or a list of them; repeatable",
+    )
+    confirm.add_argument("--backend", help="torch.compile backend (default: eager; detection is the same)")
+    confirm.add_argument("--timeout", type=float, help="seconds per target (default: 120)")
+    confirm.add_argument("--repro-dir", type=Path, metavar="DIR", help="write a script per confirmed break here")
     parser.add_argument("--version", action="version", version=f"compile-lint {__version__}")
     return parser
 
@@ -57,6 +67,8 @@ def _merge_cli(config: Config, args: argparse.Namespace) -> Config:
 
 def run_check(args: argparse.Namespace, console: Console) -> int:
     config = _merge_cli(load_config(args.paths), args)
+    if args.confirm or args.target or args.repro_dir or args.backend or args.timeout is not None:
+        return run_confirm(args, config, console)
     if args.fix or args.unsafe_fixes or args.diff:
         from compile_lint.fixes import runner
 
@@ -65,6 +77,43 @@ def run_check(args: argparse.Namespace, console: Console) -> int:
     result = lint(args.paths, config, jobs=jobs, use_cache=not args.no_cache)
     report(result.findings, result.files, args.format, console)
     return EXIT_FINDINGS if result.findings else EXIT_CLEAN
+
+
+def run_confirm(args: argparse.Namespace, config: Config, console: Console) -> int:
+    from compile_lint.confirm.plan import UsageError
+    from compile_lint.confirm.session import ConfirmOptions, confirm
+
+    errors = Console(stderr=True)
+    if not args.confirm or (args.timeout is not None and args.timeout <= 0):
+        errors.print("compile-lint: --target, --backend, --timeout (> 0) and --repro-dir need --confirm", markup=False)
+        return EXIT_ERROR
+    options = ConfirmOptions(
+        targets=args.target or [],
+        backend=args.backend or config.confirm.backend,
+        timeout=args.timeout or config.confirm.timeout,
+        shape=config.confirm.shape,
+        repro_dir=args.repro_dir,
+        jobs=args.jobs or os.cpu_count() or 1,
+        use_cache=not args.no_cache,
+    )
+    progress = text.ConfirmProgress(errors)
+    try:
+        result = confirm(args.paths, config, options, progress)
+    except UsageError as error:
+        errors.print(f"compile-lint: {error}", markup=False, soft_wrap=True)
+        return EXIT_ERROR
+    finally:
+        progress.stop()
+    if args.format == "json":
+        print(json_report.render(result.findings, result.environment))
+    else:
+        report(result.findings, result.files, args.format, console)
+    if args.format == "text":
+        text.render_confirm_summary(console, result.targets, result.findings)
+        for script in result.repro_scripts:
+            console.print(f"wrote {script}", markup=False, highlight=False)
+    remaining = [f for f in result.findings if f.status in ("confirmed", "dynamic-only", "not-reproduced")]
+    return EXIT_FINDINGS if remaining else EXIT_CLEAN
 
 
 def report(findings: list[Finding], files: int, fmt: str, console: Console) -> None:

@@ -5,10 +5,17 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+from rich.table import Table
 from rich.text import Text
 
 from compile_lint.finding import Finding, gb_page
+
+if TYPE_CHECKING:
+    from compile_lint.confirm.session import TargetReport
 
 STYLE = {"error": "bold red", "warning": "bold yellow", "info": "bold blue"}
 
@@ -56,3 +63,66 @@ def summary_line(findings: list[Finding], files: int) -> Text:
     detail = ", ".join(f"{code} x{count}" for code, count in sorted(counts.items()))
     plural = "s" * (len(findings) != 1)
     return Text(f"Found {len(findings)} finding{plural} in {files} file{'s' * (files != 1)} ({detail}).", style="bold")
+
+
+class ConfirmProgress:
+    """`--confirm`'s progress bar over targets, on stderr and only on a terminal."""
+
+    def __init__(self, console: Console) -> None:
+        self.bar = Progress(
+            TextColumn("confirming"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
+            console=console, transient=True, disable=not console.is_terminal,
+        )
+        self.task = self.bar.add_task("starting a worker (imports torch)", total=None)
+
+    def start(self, total: int) -> None:
+        self.bar.update(self.task, total=total)
+        self.bar.start()
+
+    def advance(self, label: str) -> None:
+        self.bar.update(self.task, advance=1, description=label)
+
+    def stop(self) -> None:
+        self.bar.stop()
+
+
+def render_confirm_summary(console: Console, targets: list[TargetReport], findings: list[Finding]) -> None:
+    """Per-target table, the recompile probe's findings, and the totals `--confirm` is about."""
+    per_target = Table(title="Targets run under torch.compile", title_justify="left")
+    for column in ("target", "outcome", "graphs", "breaks", "one graph", "recompiles", "note"):
+        per_target.add_column(column, overflow="fold")
+    for target in targets:
+        recompiles = sum(v["recompiled_calls"] for v in target.recompiles)
+        one_graph = "" if target.one_graph is None else ("yes" if target.one_graph else "no")
+        note = target.error or target.fullgraph_error
+        outcome = Text(target.outcome, style="green" if target.outcome == "ok" else "red")
+        cells = [str(target.graphs), str(target.breaks), one_graph, str(recompiles)] if target.outcome == "ok" else [""] * 4
+        per_target.add_row(target.label, outcome, *cells, note)
+    console.print(per_target)
+    probed = [(t.label, v) for t in targets for v in t.recompiles]
+    if probed:
+        console.print(Text("Recompile probe (one thing varied at a time):", style="bold"))
+        for label, variation in probed:
+            reason = f": {variation['reasons'][0]}" if variation["reasons"] else ""
+            console.print(
+                Text(f"  {label}: {variation['trigger']} -> {variation['recompiled_calls']}/{variation['calls']} "
+                     f"calls recompiled{reason}"),
+                soft_wrap=True,
+            )
+            console.print(Text("      = suggest: ", style="dim") + Text(variation["suggestion"], style="green"), soft_wrap=True)
+    statuses = Counter(f.status for f in findings)
+    totals = Table(title="Summary", title_justify="left")
+    columns = ("targets", "graphs", "breaks", "confirmed", "refuted", "not run", "dynamic-only", "recompiles")
+    for column in columns:
+        totals.add_column(column, justify="right")
+    totals.add_row(
+        str(len(targets)),
+        str(sum(t.graphs for t in targets)),
+        str(sum(t.breaks for t in targets)),
+        str(statuses["confirmed"]),
+        str(statuses["not-reproduced"]),
+        str(statuses["not-run"]),
+        str(statuses["dynamic-only"]),
+        str(sum(v["recompiled_calls"] for t in targets for v in t.recompiles)),
+    )
+    console.print(totals)

@@ -51,6 +51,15 @@ PYTHON_BUILTINS = frozenset(
     {"len", "isinstance", "hasattr", "getattr", "type", "str", "repr", "range", "id", "hash", "list",
      "tuple", "dict", "set", "enumerate", "zip", "sorted", "print", "callable", "format"}
 )  # fmt: skip
+# Calls whose result is a boolean tensor (a mask): `x[mask]` then has a data-dependent size.
+MASK_METHODS = frozenset(
+    {
+        "bool", "eq", "ne", "gt", "lt", "ge", "le", "greater", "less", "greater_equal", "less_equal",
+        "not_equal", "isnan", "isinf", "isfinite", "isposinf", "isneginf", "isreal", "isclose", "isin",
+        "signbit", "logical_and", "logical_or", "logical_xor", "logical_not",
+    }
+)  # fmt: skip
+MASK_OPERATORS = (cst.BitAnd, cst.BitOr, cst.BitXor)
 # Un-annotated parameters are taken as tensors, except flag-like names such as `return_dict=None`.
 FLAG_PREFIXES = ("output_", "return_", "use_", "is_", "has_", "do_", "enable_", "num_", "n_")
 
@@ -84,6 +93,7 @@ class TensorFacts:
         self.imports = imports
         self.methods = methods  # methods of the enclosing class: `self.m(...)` is a helper call
         self.names: dict[str, Kind] = {}
+        self.masks: set[str] = set()  # names currently bound to a boolean tensor
         self._memo: dict[int, Kind] = {}
 
     def add_params(self, params: cst.Parameters) -> None:
@@ -108,10 +118,14 @@ class TensorFacts:
             return Kind.OTHER
         return Kind.TENSOR
 
-    def bind(self, target: cst.BaseExpression, kind: Kind) -> None:
-        """Record an assignment `target = <value of kind>` (tuples spread the kind to each name)."""
+    def bind(self, target: cst.BaseExpression, kind: Kind, value: cst.BaseExpression | None = None) -> None:
+        """Record an assignment `target = value` of `kind` (tuples spread the kind to each name)."""
         if isinstance(target, cst.Name):
             self.names[target.value] = kind
+            if value is not None and self.is_mask(value):
+                self.masks.add(target.value)
+            else:
+                self.masks.discard(target.value)
         elif isinstance(target, (cst.Tuple, cst.List)):
             element_kind = kind if kind in (Kind.TENSOR, Kind.MODULE) else Kind.UNKNOWN
             for element in target.elements:
@@ -121,6 +135,40 @@ class TensorFacts:
 
     def is_tensor(self, node: cst.BaseExpression) -> bool:
         return self.kind(node) is Kind.TENSOR
+
+    def is_mask(self, node: cst.BaseExpression) -> bool:
+        """True if `node` is certainly a boolean tensor: a tensor comparison, `~m`, `m & n`, `t.bool()`..."""
+        if isinstance(node, cst.Name):
+            return node.value in self.masks
+        if isinstance(node, cst.Comparison):
+            return self.kind(node) is Kind.TENSOR
+        if isinstance(node, cst.UnaryOperation):
+            return isinstance(node.operator, cst.BitInvert) and self.is_mask(node.expression)
+        if isinstance(node, cst.BinaryOperation):
+            both = self.is_mask(node.left) and self.is_mask(node.right)
+            return isinstance(node.operator, MASK_OPERATORS) and both
+        if isinstance(node, cst.NamedExpr):
+            return self.is_mask(node.value)
+        if isinstance(node, cst.Call):
+            return self._is_mask_call(node)
+        return False
+
+    def _is_mask_call(self, node: cst.Call) -> bool:
+        dtypes = [arg.value for arg in node.args if arg.keyword and arg.keyword.value == "dtype"]
+        if any(self._is_bool_dtype(dtype) for dtype in dtypes):
+            return self.kind(node) is Kind.TENSOR  # torch.zeros(n, dtype=torch.bool), t.to(dtype=torch.bool)
+        func = node.func
+        full = self.imports.resolve(func)
+        if full is not None and full.startswith("torch."):
+            return full.rsplit(".", 1)[-1] in MASK_METHODS and self.kind(node) is Kind.TENSOR
+        if not isinstance(func, cst.Attribute) or self.kind(func.value) is not Kind.TENSOR:
+            return False
+        if func.attr.value in ("to", "type"):  # t.to(torch.bool)
+            return bool(node.args) and self._is_bool_dtype(node.args[0].value)
+        return func.attr.value in MASK_METHODS
+
+    def _is_bool_dtype(self, node: cst.BaseExpression) -> bool:
+        return self.imports.resolve(node) == "torch.bool"
 
     def kind(self, node: cst.BaseExpression) -> Kind:
         key = id(node)
@@ -228,3 +276,9 @@ class TensorFacts:
 
 def dotted_code(node: cst.BaseExpression) -> str:
     return cst.Module([]).code_for_node(node)
+
+
+def short_code(node: cst.BaseExpression, limit: int = 40) -> str:
+    """Source of `node` without outer parentheses, shortened to `limit` characters for messages."""
+    text = dotted_code(node.with_changes(lpar=[], rpar=[]) if getattr(node, "lpar", None) else node)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

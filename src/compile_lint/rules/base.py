@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Final, Literal
 
 import libcst as cst
 
@@ -37,8 +37,8 @@ FAMILY_OF_DIGIT: dict[str, Family] = {
     "9": "configuration",
 }
 # The Dynamo config flags that make some breaks disappear (see `Rule.silenced_by`).
-CAPTURE_SCALAR = "capture_scalar_outputs"
-CAPTURE_DYNAMIC = "capture_dynamic_output_shape_ops"
+CAPTURE_SCALAR: Final = "capture_scalar_outputs"
+CAPTURE_DYNAMIC: Final = "capture_dynamic_output_shape_ops"
 CaptureFlag = Literal["capture_scalar_outputs", "capture_dynamic_output_shape_ops"]
 
 

@@ -1,0 +1,107 @@
+"""TCL102: `int(t)`, `float(t)`, `bool(t)` read a tensor value into Python, like `.item()`."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from compile_lint.analysis.tensors import Kind
+from compile_lint.analysis.walker import RuleContext
+from compile_lint.rules.base import CAPTURE_SCALAR, Example, Rule
+
+CONVERSIONS = {
+    "int": "`t.long()` (or `t.to(torch.int64)`)",
+    "float": "`t.float()` (or `t.to(torch.float32)`)",
+    "bool": "`t.bool()`, and choose values with `torch.where(cond, a, b)` instead of a Python `if`",
+}
+
+
+def converted_tensor(node: cst.Call, ctx: RuleContext) -> str | None:
+    """`int`/`float`/`bool` when `node` converts a tensor with that builtin, else None."""
+    func = node.func
+    if not isinstance(func, cst.Name) or func.value not in CONVERSIONS or func.value in ctx.imports.aliases:
+        return None
+    if len(node.args) != 1 or node.args[0].keyword is not None:
+        return None
+    return func.value if ctx.facts.kind(node.args[0].value) is Kind.TENSOR else None
+
+
+class ScalarConversion(Rule):
+    code = "TCL102"
+    name = "tensor-to-python-scalar"
+    summary = "`int()`/`float()`/`bool()` of a tensor copies its value into Python and breaks the graph"
+    gb_codes = ("GB0124",)
+    fix = (
+        "Keep the value a tensor (`t.long()`, `t.float()`, `t.bool()`) and use tensor ops, or set "
+        "`torch._dynamo.config.capture_scalar_outputs = True` if it only feeds arithmetic."
+    )
+    silenced_by = CAPTURE_SCALAR
+    what = (
+        "Flags `int(t)`, `float(t)` and `bool(t)` on tensors inside compiled regions, including a loop "
+        "bound such as `range(int(t))`. Conversions of Python numbers (`int(x.shape[0])`, `float(n)`) "
+        "are fine."
+    )
+    why = (
+        "Converting a tensor to a Python number calls `.item()` under the hood, so Dynamo ends the "
+        "graph there, runs it eagerly and starts a new graph: GB0124. With "
+        "`capture_scalar_outputs=True` the value is traced symbolically and there is no break, except "
+        "for `range(int(t))`: a loop count cannot be a symbolic value, and Dynamo still breaks "
+        '("Could not extract specialized integer from data-dependent expression").'
+    )
+    example = "@torch.compile\ndef scale(x):\n    peak = float(x.abs().max())\n    return x / peak\n"
+    fixed_example = "@torch.compile\ndef scale(x):\n    peak = x.abs().max()\n    return x / peak\n"
+    invalid = (
+        Example("@torch.compile\ndef f(x):\n    n = int(x.sum())\n    return x * n\n"),
+        Example("@torch.compile\ndef f(x):\n    b = bool(x.sum() > 0)\n    return x + b\n"),
+        Example(
+            "@torch.compile\ndef f(x):\n    for _ in range(int(x.sum())):\n        x = x + 1\n    return x\n"
+        ),
+        Example(
+            "@torch.compile\ndef f(x):\n    for _ in range(int(x.sum())):\n        x = x + 1\n    return x\n",
+            flags=(CAPTURE_SCALAR,),
+        ),
+    )
+    valid = (
+        Example("@torch.compile\ndef f(x):\n    return x * int(x.shape[0])\n"),
+        Example("@torch.compile\ndef f(x, scale: float):\n    return x * float(scale)\n"),
+        Example("@torch.compile\ndef f(x):\n    return x * float(x.sum())\n", flags=(CAPTURE_SCALAR,)),
+        Example("def eager_only(x):\n    return int(x.sum())\n"),
+    )
+
+    def visit_Call(self, node: cst.Call, ctx: RuleContext) -> None:
+        if id(node) in ctx.reported:
+            return
+        if (
+            isinstance(node.func, cst.Name)
+            and node.func.value == "range"
+            and "range" not in ctx.imports.aliases
+        ):
+            self._check_loop_bound(node, ctx)
+            return
+        builtin = converted_tensor(node, ctx)
+        if builtin is not None:
+            ctx.report(
+                self,
+                node,
+                f"`{builtin}()` of a tensor copies its value into Python (an implicit `.item()`) "
+                "and breaks the graph",
+                fix=f"Keep it a tensor: {CONVERSIONS[builtin]}; or set "
+                "`torch._dynamo.config.capture_scalar_outputs = True` if it only feeds arithmetic.",
+            )
+
+    def _check_loop_bound(self, node: cst.Call, ctx: RuleContext) -> None:
+        """`range(int(t))` breaks even with capture_scalar_outputs: report it unconditionally."""
+        for arg in node.args:
+            bound = arg.value
+            if isinstance(bound, cst.Call) and converted_tensor(bound, ctx) == "int":
+                ctx.report(
+                    self,
+                    bound,
+                    "`range(int(t))`: a loop count read from a tensor breaks the graph, even with "
+                    f"{CAPTURE_SCALAR}=True",
+                    condition="always",
+                    fix="Loop over a fixed bound and mask the extra steps with `torch.where`, or compute the "
+                    "count before the compiled region and pass it in as an `int` argument.",
+                )
+
+
+RULE = ScalarConversion()

@@ -1,0 +1,64 @@
+"""TCL104: `not t` on a tensor as a value (not as a branch test) makes Dynamo skip the whole frame."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from compile_lint.analysis.tensors import Kind, short_code
+from compile_lint.analysis.walker import RuleContext
+from compile_lint.rules.base import Example, Rule
+
+
+class NotTensor(Rule):
+    code = "TCL104"
+    name = "not-tensor"
+    summary = "`not` on a tensor makes Dynamo skip the whole function (worse than a graph break)"
+    gb_codes = ("GB0033",)
+    fix = "Use `~mask` or `torch.logical_not(t)` to keep the result a tensor."
+    frame_skip = True
+    what = (
+        "Flags `not t` where `t` is a tensor and the result is used as a value: assigned, returned or "
+        "passed on (`done = not finished.any()`). `if not t:` and `while not t:` are branches, "
+        "reported by TCL103."
+    )
+    why = (
+        "Dynamo cannot trace the truth value of a tensor as a plain value (GB0033, data dependent "
+        "operator) and it cannot resume after it, so it gives up on the whole function: every line of "
+        "it runs eagerly, uncompiled, on every call. `torch._dynamo.explain` does not even report it."
+    )
+    example = "@torch.compile\ndef step(x, done):\n    active = not done.all()\n    return x * active\n"
+    fixed_example = (
+        "@torch.compile\ndef step(x, done):\n    active = torch.logical_not(done.all())\n"
+        "    return x * active\n"
+    )
+    invalid = (
+        Example("@torch.compile\ndef f(x):\n    z = not (x.sum() > 0)\n    return x, z\n"),
+        Example("@torch.compile\ndef f(x):\n    return not x.any()\n"),
+    )
+    valid = (
+        Example("@torch.compile\ndef f(x):\n    if not (x.sum() > 0):\n        return x\n    return -x\n"),
+        Example("@torch.compile\ndef f(x):\n    return ~(x > 0)\n"),
+        Example("@torch.compile\ndef f(x, mask=None):\n    z = not mask is None\n    return x, z\n"),
+        Example("@torch.compile\ndef f(x):\n    empty = not x.shape[0]\n    return x, empty\n"),
+    )
+
+    def visit_Assert(self, node: cst.Assert, ctx: RuleContext) -> None:
+        # `assert not t` is a plain data-dependent branch (GB0170, measured), not a frame skip.
+        if isinstance(node.test, cst.UnaryOperation):
+            ctx.reported.add(id(node.test))
+
+    def visit_UnaryOperation(self, node: cst.UnaryOperation, ctx: RuleContext) -> None:
+        if not isinstance(node.operator, cst.Not) or id(node) in ctx.reported:
+            return  # a `not` in an if/while test is a branch: TCL103 claimed it
+        if ctx.facts.kind(node.expression) is Kind.TENSOR:
+            ctx.report(
+                self,
+                node,
+                f"`{short_code(node)}` on a tensor: Dynamo skips the whole function and runs it uncompiled "
+                "(worse than a graph break)",
+                fix=f"Write `torch.logical_not({short_code(node.expression)})` (or `~` on a bool tensor) "
+                "to keep the result a tensor.",
+            )
+
+
+RULE = NotTensor()

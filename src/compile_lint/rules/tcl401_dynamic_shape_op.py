@@ -1,0 +1,120 @@
+"""TCL401: ops whose output size depends on tensor data (nonzero, unique, masked_select, ...)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from compile_lint.analysis.tensors import Kind, short_code
+from compile_lint.analysis.walker import RuleContext
+from compile_lint.rules.base import CAPTURE_DYNAMIC, Example, Rule
+
+CAPTURE_HINT = f"or set `torch._dynamo.config.{CAPTURE_DYNAMIC} = True`."
+INDICES_FIX = (
+    "Use `torch.nonzero_static({x}, size=N)` with a known upper bound N (no break), or keep the mask "
+    "and compute with `torch.where(mask, a, b)`; " + CAPTURE_HINT
+)
+# Op name -> fix text ({x}: the source of the input tensor). Each one measured to break with GB0036.
+FIXES = {
+    "nonzero": INDICES_FIX,
+    "argwhere": INDICES_FIX,
+    "unique": "No fixed-size variant exists: compute it before the compiled region and pass it in, "
+    + CAPTURE_HINT,
+    "unique_consecutive": "Compute it before the compiled region and pass it in, " + CAPTURE_HINT,
+    "masked_select": "Keep the shape: `torch.where(mask, {x}, 0)` and reduce over it; " + CAPTURE_HINT,
+    "repeat_interleave": "Pass `output_size=<total length>` when the sum of the repeats is known (no break); "
+    + CAPTURE_HINT,
+    "where": "Give `torch.where(cond, a, b)` all three arguments (same shape as `cond`); " + CAPTURE_HINT,
+}
+NOT_TENSORS = (Kind.OTHER, Kind.STR, Kind.SCALAR, Kind.MODULE)
+
+
+def _keyword(node: cst.Call, name: str) -> cst.Arg | None:
+    return next((arg for arg in node.args if arg.keyword and arg.keyword.value == name), None)
+
+
+def _positional(node: cst.Call) -> list[cst.BaseExpression]:
+    return [arg.value for arg in node.args if arg.keyword is None and not arg.star]
+
+
+class DynamicShapeOp(Rule):
+    code = "TCL401"
+    name = "dynamic-shape-op"
+    summary = "An op whose output size depends on tensor data breaks the graph"
+    gb_codes = ("GB0036",)
+    fix = f"Use a fixed-size alternative (`torch.nonzero_static`, `torch.where(mask, a, b)`), {CAPTURE_HINT}"
+    silenced_by = CAPTURE_DYNAMIC
+    what = (
+        "Flags `nonzero`, `argwhere`, `unique`, `unique_consecutive`, `masked_select`, one-argument "
+        "`torch.where(cond)` and `repeat_interleave` with tensor repeats (as `torch.*` functions or "
+        "tensor methods) inside compiled regions. `repeat_interleave` with an int repeat or with "
+        "`output_size=` has a static shape and is not flagged."
+    )
+    why = (
+        "The size of the result depends on the values in the tensor, which Dynamo does not know while "
+        "it traces, so by default it ends the graph at the op: GB0036 (dynamic shape operator). "
+        f"With `{CAPTURE_DYNAMIC}=True` Dynamo traces the size as a symbol and there is no break."
+    )
+    example = (
+        "@torch.compile\ndef positives(x):\n    idx = torch.nonzero(x > 0)\n    return x.flatten()[idx]\n"
+    )
+    fixed_example = "@torch.compile\ndef positives(x):\n    return torch.where(x > 0, x, 0)\n"
+    invalid = (
+        Example("@torch.compile\ndef f(x):\n    return torch.nonzero(x, as_tuple=True)\n"),
+        Example("@torch.compile\ndef f(x):\n    return x.unique()\n"),
+        Example("@torch.compile\ndef f(x):\n    return torch.masked_select(x, x > 0)\n"),
+        Example("@torch.compile\ndef f(x, reps):\n    return torch.repeat_interleave(x, reps, dim=0)\n"),
+        Example("@torch.compile\ndef f(x):\n    return torch.where(x > 0)\n"),
+    )
+    valid = (
+        Example("@torch.compile\ndef f(x):\n    return torch.repeat_interleave(x, 2, dim=0)\n"),
+        Example(
+            "@torch.compile\ndef f(x, reps):\n"
+            "    return torch.repeat_interleave(x, reps, dim=0, output_size=8)\n"
+        ),
+        Example("@torch.compile\ndef f(x):\n    return torch.nonzero_static(x, size=4)\n"),
+        Example("@torch.compile\ndef f(x):\n    return torch.where(x > 0, x, 0)\n"),
+        Example("@torch.compile\ndef f(x):\n    return torch.nonzero(x)\n", flags=(CAPTURE_DYNAMIC,)),
+    )
+
+    def visit_Call(self, node: cst.Call, ctx: RuleContext) -> None:
+        func = node.func
+        full = ctx.resolve(func)
+        if full is not None and full.startswith("torch.") and full.count(".") == 1:
+            op = full.removeprefix("torch.")
+            args = _positional(node)
+            tensor = args[0] if args else None
+            repeats = args[1] if len(args) > 1 else None
+            if op == "repeat_interleave" and len(args) == 1:  # torch.repeat_interleave(repeats)
+                repeats = args[0]
+        elif isinstance(func, cst.Attribute) and ctx.facts.kind(func.value) not in NOT_TENSORS:
+            op = func.attr.value
+            if op == "where":  # `t.where(cond, other)` always has the shape of `t`
+                return
+            args = _positional(node)
+            tensor = func.value
+            repeats = args[0] if args else None
+        else:
+            return
+        if op in FIXES and self._dynamic(op, node, repeats, ctx):
+            shown = short_code(tensor) if tensor is not None else "x"
+            ctx.report(
+                self,
+                node,
+                f"`{short_code(func)}(...)` returns a tensor whose size depends on the data and breaks "
+                "the graph",
+                fix=FIXES[op].format(x=shown),
+            )
+
+    @staticmethod
+    def _dynamic(op: str, node: cst.Call, repeats: cst.BaseExpression | None, ctx: RuleContext) -> bool:
+        if op == "where":
+            return len(node.args) == 1
+        if op == "repeat_interleave":
+            keyword = _keyword(node, "repeats")
+            repeats = keyword.value if keyword else repeats
+            has_size = _keyword(node, "output_size") is not None
+            return repeats is not None and ctx.facts.kind(repeats) is Kind.TENSOR and not has_size
+        return True
+
+
+RULE = DynamicShapeOp()

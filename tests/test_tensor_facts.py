@@ -1,0 +1,71 @@
+"""Boolean-mask inference in `TensorFacts` (what makes `x[mask]` a dynamic-shape read)."""
+
+from __future__ import annotations
+
+import libcst as cst
+import pytest
+
+from compile_lint.analysis.names import ImportMap
+from compile_lint.analysis.tensors import Kind, TensorFacts
+
+
+def facts_for(*statements: str) -> TensorFacts:
+    """Facts after `import torch`, with `x` and `y` tensors, `n` an int, then `statements` bound in order."""
+    imports = ImportMap()
+    imports.add(cst.parse_statement("import torch").body[0])  # type: ignore[attr-defined]
+    facts = TensorFacts(imports)
+    facts.names.update(x=Kind.TENSOR, y=Kind.TENSOR, n=Kind.OTHER)
+    for statement in statements:
+        assign = cst.parse_statement(statement).body[0]  # type: ignore[attr-defined]
+        assert isinstance(assign, cst.Assign)
+        value = assign.value
+        facts.bind(assign.targets[0].target, facts.kind(value), value)
+    return facts
+
+
+@pytest.mark.parametrize(
+    "expr",
+    [
+        "x > 0",
+        "x == y",
+        "~(x > 0)",
+        "(x > 0) & (y < 1)",
+        "(x > 0) | ~(y < 1)",
+        "x.bool()",
+        "x.gt(0)",
+        "x.isnan()",
+        "torch.isfinite(x)",
+        "torch.logical_and(x > 0, y > 0)",
+        "x.to(torch.bool)",
+        "torch.zeros(3, dtype=torch.bool)",
+        "(m := x > 0)",
+    ],
+)
+def test_boolean_tensor_expressions_are_masks(expr: str) -> None:
+    assert facts_for().is_mask(cst.parse_expression(expr))
+
+
+@pytest.mark.parametrize(
+    "expr",
+    [
+        "x",  # an un-annotated input may hold indices
+        "n > 0",  # a Python bool
+        "x.sum()",
+        "(x > 0) & y",  # `&` with a non-mask gives an integer tensor
+        "x.long()",
+        "x is None",
+        "torch.argmax(x)",
+        "x.to(torch.float32)",
+    ],
+)
+def test_other_expressions_are_not_masks(expr: str) -> None:
+    assert not facts_for().is_mask(cst.parse_expression(expr))
+
+
+def test_names_bound_to_masks_are_masks_until_rebound() -> None:
+    facts = facts_for("m = x > 0", "keep = ~m", "idx = torch.nonzero(x)")
+    assert facts.is_mask(cst.parse_expression("m"))
+    assert facts.is_mask(cst.parse_expression("keep"))
+    assert not facts.is_mask(cst.parse_expression("idx"))
+    facts = facts_for("m = x > 0", "m = m.float()")
+    assert not facts.is_mask(cst.parse_expression("m"))

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, ParentNodeProvider, PositionProvider
 
+from compile_lint.analysis.names import ImportMap
 from compile_lint.analysis.tensors import TensorFacts
 from compile_lint.analysis.walker import FileWalker
 from compile_lint.finding import Finding
@@ -191,11 +192,22 @@ def with_torch_import(module: cst.Module) -> cst.Module:
     return module.with_changes(body=body)
 
 
+def top_level_imports(module: cst.Module) -> ImportMap:
+    """Names the module's own top-level imports bind (an import inside a function binds no global)."""
+    imports = ImportMap()
+    for statement in module.body:
+        if isinstance(statement, cst.SimpleStatementLine):
+            for small in statement.body:
+                if isinstance(small, (cst.Import, cst.ImportFrom)):
+                    imports.add(small)
+    return imports
+
+
 def fix_text(text: str, findings: Iterable[Finding], allowed: set[Safety]) -> FixedText:
     """Apply the allowed fixes for `findings` (all from this file) to `text`."""
     module = cst.parse_module(text)
     edits, probe, positions = plan_edits(module, findings)
-    torch_name = probe.imports.aliases.get("torch")
+    torch_name = top_level_imports(module).aliases.get("torch")
     if torch_name not in (None, "torch"):  # `torch` names something else here: leave those fixes
         edits = [e for e in edits if not e.needs_torch]
     withheld = [e for e in edits if e.safety not in allowed]

@@ -161,8 +161,8 @@ def write_fixed(plan: FilePlan) -> bool:
     return True
 
 
-def _count(n: int, word: str) -> str:
-    return f"{n} {word}{'s' * (n != 1)}"
+def _count(n: int, word: str, plural: str = "s") -> str:
+    return f"{n} {word}{plural * (n != 1)}"
 
 
 def run(args: argparse.Namespace, config: Config, console: Console) -> int:
@@ -175,7 +175,7 @@ def run(args: argparse.Namespace, config: Config, console: Console) -> int:
     for error in plan.errors:
         log.print(Text(f"compile-lint: {error}", style="red"), soft_wrap=True)
     fixes = sum(len(f.applied) for f in plan.files)
-    hint = f" ({_count(plan.withheld, 'more fix')} with --unsafe-fixes)" if plan.withheld else ""
+    hint = f" ({_count(plan.withheld, 'more fix', 'es')} with --unsafe-fixes)" if plan.withheld else ""
     if args.diff:
         for file in plan.files:
             sys.stdout.write(file.diff())

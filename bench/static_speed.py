@@ -32,10 +32,8 @@ def corpus() -> list[Path]:
     folder = DATA / f"transformers-{WHEEL_VERSION}-every-10th"
     if not folder.exists():
         DATA.mkdir(exist_ok=True)
-        subprocess.run(
-            [sys.executable, "-m", "pip", "download", "-q", "--no-deps", f"transformers=={WHEEL_VERSION}", "-d", str(DATA)],
-            check=True,
-        )
+        download = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "-d", str(DATA)]
+        subprocess.run([*download, f"transformers=={WHEEL_VERSION}"], check=True)
         wheel = next(DATA.glob(f"transformers-{WHEEL_VERSION}-*.whl"))
         with zipfile.ZipFile(wheel) as archive:
             names = sorted(

@@ -12,6 +12,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+
 from fixture_support import expectations, fixture_files, lint_unit
 
 torch = pytest.importorskip("torch")

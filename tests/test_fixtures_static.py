@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from fixture_support import ROOT, expectations, fixture_files, lint_unit
 
 from compile_lint.config import Config
 from compile_lint.engine import lint
+from fixture_support import ROOT, expectations, fixture_files, lint_unit
 
 
 @pytest.mark.parametrize("path", fixture_files(), ids=lambda p: p.name)

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from compile_lint.analysis.source import read_source
-from compile_lint.analysis.summary import CallEdge, FileSummary, FunctionSummary
+from compile_lint.analysis.summary import CallEdge, ClassSummary, FileSummary, FunctionSummary
 from compile_lint.analysis.walker import locate_calls
 from compile_lint.finding import Finding
 from compile_lint.rules import all_rules
@@ -39,7 +39,7 @@ class ProjectContext:
     def __post_init__(self) -> None:
         self._by_file = {s.path: s for s in self.summaries}
         self._located: dict[str, dict[str, FunctionSummary]] = {}
-        self._classes = {}
+        self._classes: dict[str, list[tuple[FileSummary, ClassSummary]]] = {}
         for summary in self.summaries:
             self.flags |= set(summary.flags)
             for qualname, function in summary.functions.items():

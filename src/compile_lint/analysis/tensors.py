@@ -112,6 +112,8 @@ class TensorFacts:
             return Kind.STR if dotted_code(param.annotation.annotation) == "str" else Kind.OTHER
         name = param.name.value
         default = param.default
+        if isinstance(default, (cst.SimpleString, cst.ConcatenatedString)):  # mode="train"
+            return Kind.STR
         if default is not None and not (isinstance(default, cst.Name) and default.value == "None"):
             return Kind.OTHER
         if name.startswith(FLAG_PREFIXES):
@@ -177,7 +179,7 @@ class TensorFacts:
             found = self._memo[key] = self._kind(node)
         return found
 
-    def _kind(self, node: cst.BaseExpression) -> Kind:  # noqa: C901 - one case per node type
+    def _kind(self, node: cst.BaseExpression) -> Kind:
         if isinstance(node, cst.Name):
             return self.names.get(node.value, Kind.UNKNOWN)
         if isinstance(node, (cst.Integer, cst.Float, cst.Imaginary)):

@@ -11,7 +11,7 @@ import libcst as cst
 
 from compile_lint.analysis.names import ImportMap, dotted
 from compile_lint.analysis.positions import spans_of
-from compile_lint.analysis.summary import Candidate, CallEdge, ClassSummary, FileSummary, FunctionSummary
+from compile_lint.analysis.summary import CallEdge, Candidate, ClassSummary, FileSummary, FunctionSummary
 from compile_lint.analysis.tensors import Kind, TensorFacts
 from compile_lint.finding import Finding, Severity
 
@@ -147,7 +147,7 @@ def child_fields(node_type: type[cst.CSTNode]) -> tuple[str, ...]:
         else:
             found = tuple(
                 f.name
-                for f in dataclasses.fields(node_type)  # type: ignore[arg-type]
+                for f in dataclasses.fields(node_type)
                 if f.name not in SKIPPED_FIELDS and not f.name.startswith("whitespace")
             )
         _fields_cache[node_type] = found
@@ -321,10 +321,10 @@ class FileWalker:
 
     def _bind_loop(self, node: cst.For | cst.CompFor) -> None:
         iterable = node.iter
-        if isinstance(iterable, cst.Attribute) and isinstance(iterable.value, cst.Name):
-            if iterable.value.value == "self":  # for layer in self.layers
-                self.ctx.facts.bind(node.target, Kind.MODULE)
-                return
+        is_self_attribute = isinstance(iterable, cst.Attribute) and isinstance(iterable.value, cst.Name)
+        if is_self_attribute and iterable.value.value == "self":  # type: ignore[attr-defined] # self.layers
+            self.ctx.facts.bind(node.target, Kind.MODULE)
+            return
         kind = self.ctx.facts.kind(iterable)
         self.ctx.facts.bind(node.target, Kind.TENSOR if kind is Kind.TENSOR else Kind.UNKNOWN)
 

@@ -19,6 +19,7 @@ from typing import Any
 import torch
 import torch._dynamo
 
+set_logs = torch._logging.set_logs  # type: ignore[attr-defined]  # public, but not re-exported for mypy
 BREAK_LOGGERS = ("torch._dynamo.symbolic_convert.__graph_breaks", "torch._dynamo.convert_frame.__graph_breaks")
 RECOMPILE_LOGGER = "torch._dynamo.guards.__recompiles"
 LIMIT_LOGGER = "torch._dynamo.convert_frame"
@@ -75,7 +76,8 @@ def parse_break(message: str) -> Break | None:
     if not gb_type:
         reason = message.partition("Graph Break Reason:")[2].strip().splitlines()
         gb_type = reason[0] if reason else ""
-    explanation = next((line.removeprefix("Explanation:").strip() for line in lines if line.startswith("Explanation:")), "")
+    explanations = (line.removeprefix("Explanation:").strip() for line in lines if line.startswith("Explanation:"))
+    explanation = next(explanations, "")
     hints = [line.removeprefix("Hint:").strip() for line in lines if line.startswith("Hint:")]
     traceback = message.partition("User code traceback:")[2]
     frames = [Frame(m.group(1), int(m.group(2)), m.group(3)) for m in FRAME.finditer(traceback)]
@@ -122,7 +124,7 @@ class DynamoLog(logging.Handler):
 def capture_dynamo_log() -> Iterator[DynamoLog]:
     """Turn on the graph_breaks and recompiles artifacts, silence torch's own printing of them."""
     handler = DynamoLog()
-    torch._logging.set_logs(graph_breaks=True, recompiles=True)
+    set_logs(graph_breaks=True, recompiles=True)
     loggers = [logging.getLogger(name) for name in (*BREAK_LOGGERS, RECOMPILE_LOGGER, LIMIT_LOGGER)]
     saved = [(lg, lg.handlers[:], lg.propagate) for lg in loggers]
     for lg in loggers:
@@ -134,7 +136,7 @@ def capture_dynamo_log() -> Iterator[DynamoLog]:
         for lg, handlers, propagate in saved:
             lg.handlers = handlers
             lg.propagate = propagate
-        torch._logging.set_logs()
+        set_logs()
 
 
 @contextlib.contextmanager

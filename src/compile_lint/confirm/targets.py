@@ -25,10 +25,17 @@ class Target:
 
     @property
     def name(self) -> str:
-        fn = getattr(self.fn, "_orig_mod", None) or getattr(self.fn, "_torchdynamo_orig_callable", self.fn)
+        fn = original(self.fn)
         if isinstance(fn, torch.nn.Module) or not hasattr(fn, "__qualname__"):
             return type(fn).__name__
         return str(fn.__qualname__)
+
+
+def original(fn: Any) -> Any:
+    """What torch.compile wrapped (a module or a function), or `fn` itself if it is not compiled."""
+    if not is_compiled(fn):
+        return fn
+    return fn._orig_mod if hasattr(fn, "_orig_mod") else fn._torchdynamo_orig_callable
 
 
 def targets_from_factory(factory: Callable[[], Any]) -> list[Target]:
@@ -49,10 +56,7 @@ def targets_from_factory(factory: Callable[[], Any]) -> list[Target]:
 
 def compiled(target: Target, backend: str, fullgraph: bool = False) -> Callable[..., Any]:
     """The target under torch.compile; an already-compiled callable is recompiled from its original."""
-    fn = target.fn
-    if is_compiled(fn):
-        fn = fn._orig_mod if hasattr(fn, "_orig_mod") else fn._torchdynamo_orig_callable  # type: ignore[union-attr]
-    return torch.compile(fn, backend=backend, fullgraph=fullgraph)  # type: ignore[no-any-return]
+    return torch.compile(original(target.fn), backend=backend, fullgraph=fullgraph)
 
 
 def run_once(target: Target, backend: str) -> Any:

@@ -13,6 +13,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+
 from fixture_support import FIXTURES
 
 torch = pytest.importorskip("torch")

@@ -62,7 +62,7 @@ class _FactsAt(FileWalker):
         return super().on_visit(node)
 
 
-def plan_edits(module: cst.Module, findings: Iterable[Finding]) -> tuple[list[Edit], _FactsAt, Positions]:
+def plan_edits(module: cst.Module, findings: Iterable[Finding]) -> tuple[list[Edit], Positions]:
     """One edit per finding a codemod can rewrite, in finding order (overlaps not yet removed)."""
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     positions = wrapper.resolve(PositionProvider)
@@ -81,7 +81,7 @@ def plan_edits(module: cst.Module, findings: Iterable[Finding]) -> tuple[list[Ed
         edit = _first_edit(finding, at_span.get(finding_span(finding), []), parents, probe)
         if edit is not None:
             edits.append(edit)
-    return edits, probe, positions
+    return edits, positions
 
 
 def _first_edit(
@@ -143,13 +143,9 @@ class _Apply(cst.CSTTransformer):
                 and isinstance(statement, cst.If)
                 and {id(previous), id(statement)} <= self.guards
             ):
-                assert isinstance(previous.body, cst.IndentedBlock) and isinstance(
-                    statement.body, cst.IndentedBlock
-                )
+                assert isinstance(previous.body, cst.IndentedBlock) and isinstance(statement.body, cst.IndentedBlock)
                 inner = [statement.body.body[0].with_changes(leading_lines=statement.leading_lines)]
-                combined = previous.with_changes(
-                    body=previous.body.with_changes(body=[*previous.body.body, *inner])
-                )
+                combined = previous.with_changes(body=previous.body.with_changes(body=[*previous.body.body, *inner]))
                 self.guards.add(id(combined))
                 merged[-1] = combined
             else:
@@ -162,9 +158,7 @@ def _future_and_docstring(body: Iterable[cst.BaseStatement]) -> int:
     count = 0
     for index, statement in enumerate(body):
         small = statement.body[0] if isinstance(statement, cst.SimpleStatementLine) else None
-        is_docstring = (
-            index == 0 and isinstance(small, cst.Expr) and isinstance(small.value, cst.SimpleString)
-        )
+        is_docstring = index == 0 and isinstance(small, cst.Expr) and isinstance(small.value, cst.SimpleString)
         is_future = (
             isinstance(small, cst.ImportFrom)
             and isinstance(small.module, cst.Name)
@@ -183,9 +177,7 @@ def with_torch_import(module: cst.Module) -> cst.Module:
     at = _future_and_docstring(body)
     following = body[at] if at < len(body) else None
     leading = following.leading_lines if following is not None else ()
-    statement = cst.SimpleStatementLine(
-        [cst.Import([cst.ImportAlias(cst.Name("torch"))])], leading_lines=leading
-    )
+    statement = cst.SimpleStatementLine([cst.Import([cst.ImportAlias(cst.Name("torch"))])], leading_lines=leading)
     if following is not None:
         body[at] = following.with_changes(leading_lines=())
     body.insert(at, statement)
@@ -206,7 +198,7 @@ def top_level_imports(module: cst.Module) -> ImportMap:
 def fix_text(text: str, findings: Iterable[Finding], allowed: set[Safety]) -> FixedText:
     """Apply the allowed fixes for `findings` (all from this file) to `text`."""
     module = cst.parse_module(text)
-    edits, probe, positions = plan_edits(module, findings)
+    edits, positions = plan_edits(module, findings)
     torch_name = top_level_imports(module).aliases.get("torch")
     if torch_name not in (None, "torch"):  # `torch` names something else here: leave those fixes
         edits = [e for e in edits if not e.needs_torch]

@@ -274,11 +274,7 @@ def _next_statement(site: Site, statement: cst.BaseStatement) -> cst.BaseStateme
 
 
 def _single_return_line(statement: cst.BaseStatement | None) -> cst.BaseExpression | None:
-    if (
-        not isinstance(statement, cst.SimpleStatementLine)
-        or len(statement.body) != 1
-        or comments_in(statement)
-    ):
+    if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1 or comments_in(statement):
         return None
     only = statement.body[0]
     return only.value if isinstance(only, cst.Return) else None
@@ -310,9 +306,7 @@ def guard_call(site: Site) -> Edit | None:
     if not isinstance(site.parent(line), cst.IndentedBlock):
         return None
     test = cst.UnaryOperation(cst.Not(), cst.Call(_attr("torch", "compiler", "is_compiling")))
-    guard = cst.If(
-        test, cst.IndentedBlock([line.with_changes(leading_lines=())]), leading_lines=line.leading_lines
-    )
+    guard = cst.If(test, cst.IndentedBlock([line.with_changes(leading_lines=())]), leading_lines=line.leading_lines)
     title = "call skipped while compiling (it no longer runs under torch.compile)"
     return Edit(site.finding, "unsafe", title, [(line, guard)], guards=[guard])
 
@@ -339,9 +333,7 @@ def detach_item(site: Site) -> Edit | None:
     did not (e.g. an int tensor times a float64 0-d tensor is float64, times a float is float32).
     """
     call = site.node
-    if not (
-        isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value == "item"
-    ):
+    if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value == "item"):
         return None
     operation = site.parent(call)
     if not isinstance(operation, cst.BinaryOperation) or not isinstance(operation.operator, ARITHMETIC):

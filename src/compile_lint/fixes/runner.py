@@ -97,9 +97,7 @@ def plan_fixes(paths: list[str], config: Config, allowed: set[Safety]) -> Plan:
     plan = Plan()
     broken: set[str] = set()
     for _ in range(MAX_ROUNDS):
-        project = ProjectContext(
-            list(summaries.values()), flags=config.flags(), extra_regions=config.extra_regions
-        )
+        project = ProjectContext(list(summaries.values()), flags=config.flags(), extra_regions=config.extra_regions)
         by_path: dict[str, list[Finding]] = {}
         for finding in _selected(project.findings(), config, texts):
             by_path.setdefault(finding.path, []).append(finding)
@@ -195,9 +193,7 @@ def run(args: argparse.Namespace, config: Config, console: Console) -> int:
                 soft_wrap=True,
             )
     for file in skipped:
-        log.print(
-            Text(f"skipped {file.source.path}: it changed since it was read; run again", style="yellow")
-        )
+        log.print(Text(f"skipped {file.source.path}: it changed since it was read; run again", style="yellow"))
     written = len(plan.files) - len(skipped)
     fixed = sum(len(f.applied) for f in plan.files if f not in skipped)
     log.print(f"Fixed {_count(fixed, 'finding')} in {_count(written, 'file')}{hint}.", highlight=False)

@@ -284,3 +284,9 @@ def short_code(node: cst.BaseExpression, limit: int = 40) -> str:
     """Source of `node` without outer parentheses, shortened to `limit` characters for messages."""
     text = dotted_code(node.with_changes(lpar=[], rpar=[]) if getattr(node, "lpar", None) else node)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def receiver_code(node: cst.BaseExpression) -> str:
+    """`short_code(node)`, parenthesized unless it is atomic, so `.method()` can follow it."""
+    text = short_code(node)
+    return text if isinstance(node, (cst.Name, cst.Call, cst.Attribute, cst.Subscript)) else f"({text})"

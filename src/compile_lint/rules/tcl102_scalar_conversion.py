@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import libcst as cst
 
-from compile_lint.analysis.tensors import Kind
+from compile_lint.analysis.tensors import Kind, receiver_code, short_code
 from compile_lint.analysis.walker import RuleContext
 from compile_lint.rules.base import CAPTURE_SCALAR, Example, Rule
 
 CONVERSIONS = {
-    "int": "`t.long()` (or `t.to(torch.int64)`)",
-    "float": "`t.float()` (or `t.to(torch.float32)`)",
-    "bool": "`t.bool()`, and choose values with `torch.where(cond, a, b)` instead of a Python `if`",
+    "int": "`{t}.long()`",
+    "float": "`{t}.float()`",
+    "bool": "select values with `torch.where({bare}, a, b)` instead of a Python `if`",
 }
 
 
@@ -79,12 +79,15 @@ class ScalarConversion(Rule):
             return
         builtin = converted_tensor(node, ctx)
         if builtin is not None:
+            value = node.args[0].value
+            bare = short_code(value)
+            kept = CONVERSIONS[builtin].format(t=receiver_code(value), bare=bare)
             ctx.report(
                 self,
                 node,
                 f"`{builtin}()` of a tensor copies its value into Python (an implicit `.item()`) "
                 "and breaks the graph",
-                fix=f"Keep it a tensor: {CONVERSIONS[builtin]}; or set "
+                fix=f"Keep it a tensor: {kept}; or set "
                 "`torch._dynamo.config.capture_scalar_outputs = True` if it only feeds arithmetic.",
             )
 
@@ -96,8 +99,8 @@ class ScalarConversion(Rule):
                 ctx.report(
                     self,
                     bound,
-                    "`range(int(t))`: a loop count read from a tensor breaks the graph, even with "
-                    f"{CAPTURE_SCALAR}=True",
+                    f"`range({short_code(bound)})`: a loop count read from a tensor breaks the graph, even "
+                    f"with {CAPTURE_SCALAR}=True",
                     condition="always",
                     fix="Loop over a fixed bound and mask the extra steps with `torch.where`, or compute the "
                     "count before the compiled region and pass it in as an `int` argument.",

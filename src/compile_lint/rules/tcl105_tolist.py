@@ -9,6 +9,7 @@ from compile_lint.analysis.walker import RuleContext
 from compile_lint.rules.base import Example, Rule
 
 NOT_TENSORS = (Kind.OTHER, Kind.STR, Kind.SCALAR, Kind.MODULE)
+INTEGER_METHODS = frozenset({"argmax", "argmin", "argsort", "long", "int", "short", "nonzero", "count_nonzero"})
 
 
 class TensorToList(Rule):
@@ -48,13 +49,27 @@ class TensorToList(Rule):
         func = node.func
         if not isinstance(func, cst.Attribute) or func.attr.value != "tolist" or node.args:
             return
-        if ctx.facts.kind(func.value) not in NOT_TENSORS:
-            ctx.report(
-                self,
-                node,
-                f"`{short_code(func.value)}.tolist()` copies a tensor into a Python list and breaks the "
-                "graph",
-            )
+        tensor = func.value
+        if ctx.facts.kind(tensor) in NOT_TENSORS:
+            return
+        shown = short_code(tensor)
+        ctx.report(
+            self,
+            node,
+            f"`{shown}.tolist()` copies a tensor into a Python list and breaks the graph",
+            gb_codes=("GB0033",) if _is_integer(tensor) else None,
+            fix=f"Keep the values in the tensor: iterate over `{shown}`, index it or `torch.unbind` it; "
+            "call `.tolist()` after the compiled region if Python needs the list.",
+        )
+
+
+def _is_integer(tensor: cst.BaseExpression) -> bool:
+    """An integer tensor for certain (`t.argmax()`, `t.long()`): its `.tolist()` breaks with GB0033."""
+    return (
+        isinstance(tensor, cst.Call)
+        and isinstance(tensor.func, cst.Attribute)
+        and tensor.func.attr.value in INTEGER_METHODS
+    )
 
 
 RULE = TensorToList()

@@ -20,7 +20,7 @@ FIXES = {
     "unique": "No fixed-size variant exists: compute it before the compiled region and pass it in, "
     + CAPTURE_HINT,
     "unique_consecutive": "Compute it before the compiled region and pass it in, " + CAPTURE_HINT,
-    "masked_select": "Keep the shape: `torch.where(mask, {x}, 0)` and reduce over it; " + CAPTURE_HINT,
+    "masked_select": "Keep the shape: `torch.where({mask}, {x}, 0)` and reduce over it; " + CAPTURE_HINT,
     "repeat_interleave": "Pass `output_size=<total length>` when the sum of the repeats is known (no break); "
     + CAPTURE_HINT,
     "where": "Give `torch.where(cond, a, b)` all three arguments (same shape as `cond`); " + CAPTURE_HINT,
@@ -79,30 +79,30 @@ class DynamicShapeOp(Rule):
     def visit_Call(self, node: cst.Call, ctx: RuleContext) -> None:
         func = node.func
         full = ctx.resolve(func)
+        args = _positional(node)
         if full is not None and full.startswith("torch.") and full.count(".") == 1:
             op = full.removeprefix("torch.")
-            args = _positional(node)
-            tensor = args[0] if args else None
-            repeats = args[1] if len(args) > 1 else None
             if op == "repeat_interleave" and len(args) == 1:  # torch.repeat_interleave(repeats)
-                repeats = args[0]
+                args = [args[0], args[0]]
         elif isinstance(func, cst.Attribute) and ctx.facts.kind(func.value) not in NOT_TENSORS:
             op = func.attr.value
             if op == "where":  # `t.where(cond, other)` always has the shape of `t`
                 return
-            args = _positional(node)
-            tensor = func.value
-            repeats = args[0] if args else None
+            args = [func.value, *args]
         else:
             return
-        if op in FIXES and self._dynamic(op, node, repeats, ctx):
-            shown = short_code(tensor) if tensor is not None else "x"
+        # args: the input tensor, then the operand after it (the repeats, or the mask)
+        tensor = args[0] if args else None
+        operand = args[1] if len(args) > 1 else None
+        if op in FIXES and self._dynamic(op, node, operand, ctx):
             ctx.report(
                 self,
                 node,
                 f"`{short_code(func)}(...)` returns a tensor whose size depends on the data and breaks "
                 "the graph",
-                fix=FIXES[op].format(x=shown),
+                fix=FIXES[op].format(
+                    x=short_code(tensor) if tensor else "x", mask=short_code(operand) if operand else "mask"
+                ),
             )
 
     @staticmethod

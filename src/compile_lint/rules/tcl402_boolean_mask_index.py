@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from compile_lint.analysis.tensors import Kind, short_code
+from compile_lint.analysis.tensors import Kind, receiver_code, short_code
 from compile_lint.analysis.walker import RuleContext
 from compile_lint.rules.base import CAPTURE_DYNAMIC, Example, Rule
 
@@ -71,12 +71,13 @@ class BooleanMaskIndex(Rule):
             index = element.slice
             if isinstance(index, cst.Index) and ctx.facts.is_mask(index.value):
                 source, mask = short_code(node.value), short_code(index.value)
+                factor = receiver_code(index.value)
                 ctx.report(
                     self,
                     node,
                     f"`{short_code(node)}` selects with a boolean mask: its size depends on the data",
                     fix=f"Keep the shape static: `torch.where({mask}, {source}, 0)` "
-                    f"(or `{source} * ({mask})`) and reduce over it; or set "
+                    f"(or `{source} * {factor}`) and reduce over it; or set "
                     f"`torch._dynamo.config.{CAPTURE_DYNAMIC} = True`.",
                 )
                 return

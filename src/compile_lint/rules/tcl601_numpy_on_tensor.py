@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from compile_lint.analysis.tensors import Kind, short_code
+from compile_lint.analysis.tensors import Kind, dotted_code, receiver_code, short_code
 from compile_lint.analysis.walker import RuleContext
 from compile_lint.rules.base import Example, Rule
 
@@ -20,6 +20,10 @@ SAME_RESULT = frozenset(
         "dot", "where", "concatenate", "stack", "zeros_like", "ones_like",
     }
 )  # fmt: skip
+
+
+def _argument_code(arg: cst.Arg) -> str:
+    return dotted_code(arg.with_changes(comma=cst.MaybeSentinel.DEFAULT)).strip()  # type: ignore[arg-type]
 
 
 class NumpyOnTensor(Rule):
@@ -69,7 +73,9 @@ class NumpyOnTensor(Rule):
         argument = node.args[0].value
         if function in SAME_RESULT or ctx.facts.kind(argument) is not Kind.TENSOR:
             return
-        shown, call = short_code(argument), short_code(node.func)
+        shown, call, receiver = short_code(argument), short_code(node.func), receiver_code(argument)
+        rest = ", ".join(_argument_code(arg) for arg in node.args[1:])
+        more = f", {rest}" if rest else ""
         if function in EAGER_RAISES:
             effect = "raises TypeError eagerly but returns an ndarray when compiled"
         else:
@@ -77,9 +83,9 @@ class NumpyOnTensor(Rule):
         ctx.report(
             self,
             node,
-            f"`{call}({shown})` calls numpy on a tensor: it {effect}",
-            fix=f"Use the torch op on `{shown}` (e.g. `{shown}.{function}()` or "
-            f"`torch.{function}({shown})`), or convert first: `{call}({shown}.numpy())`.",
+            f"`{short_code(node, 60)}` calls numpy on a tensor: it {effect}",
+            fix=f"Use the torch op on `{shown}` (e.g. `{receiver}.{function}({rest})` or "
+            f"`torch.{function}({shown}{more})`), or convert first: `{call}({receiver}.numpy(){more})`.",
         )
 
 

@@ -85,7 +85,7 @@ def run_confirm(args: argparse.Namespace, config: Config, console: Console) -> i
 
     errors = Console(stderr=True)
     if not args.confirm or (args.timeout is not None and args.timeout <= 0):
-        errors.print("compile-lint: --target, --backend, --timeout (> 0) and --repro-dir need --confirm", markup=False)
+        errors.print("compile-lint: --target, --backend, --timeout (> 0) and --repro-dir need --confirm", soft_wrap=True)
         return EXIT_ERROR
     options = ConfirmOptions(
         targets=args.target or [],
@@ -146,7 +146,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
     except SystemExit as exit_:  # argparse: usage errors and --help
         return exit_.code if isinstance(exit_.code, int) else EXIT_ERROR
-    except Exception as error:  # noqa: BLE001 - the user gets one line, never a traceback
+    except Exception as error:
         message = f"compile-lint: internal error: {type(error).__name__}: {error}"
         errors.print(message, highlight=False, markup=False, soft_wrap=True)
         return EXIT_ERROR

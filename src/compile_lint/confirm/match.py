@@ -34,22 +34,23 @@ class Matched:
 
 def match(findings: list[Finding], observed: Observed, linted: dict[str, str]) -> Matched:
     """`linted` maps each linted file's real path to the path the user gave."""
-    used: set[int] = set()
+    used: set[int] = set()  # indices of breaks that confirmed a finding
+    used_recompiles: set[int] = set()
     out: list[Finding] = []
     confirming: dict[int, tuple[dict[str, Any], str]] = {}
     sources = _Sources()
     for finding in findings:
-        updated, hit = _status(finding, observed, used, sources)
+        updated, hit = _status(finding, observed, used, used_recompiles, sources)
         out.append(updated)
         if hit is not None:
             confirming[id(updated)] = hit
     out.extend(_dynamic_only(observed, used, linted, sources))
-    out.extend(_recompile_findings(observed, linted, sources))
+    out.extend(_recompile_findings(observed, used_recompiles, linted, sources))
     return Matched(sorted(out, key=lambda f: f.sort_key), confirming)
 
 
 def _status(
-    finding: Finding, observed: Observed, used: set[int], sources: _Sources
+    finding: Finding, observed: Observed, used: set[int], used_recompiles: set[int], sources: _Sources
 ) -> tuple[Finding, tuple[dict[str, Any], str] | None]:
     rule = rule_by_code(finding.code)
     if rule is None or not (rule.predicts_break or rule.family == "recompile"):
@@ -64,9 +65,11 @@ def _status(
             fix = _branch_fix(finding, sources) or finding.fix
             return replace(finding, status="confirmed", details=details, fix=fix), observed.breaks[hits[0]]
     else:
-        reasons = [v for v, _ in observed.recompiles if _recompiled_here(finding, v, real)]
-        if reasons:
-            return replace(finding, status="confirmed", details={**finding.details, "recompiles": reasons}), None
+        hits = [i for i, (v, _) in enumerate(observed.recompiles) if _recompiled_here(finding, v, real)]
+        if hits:
+            used_recompiles.update(hits)
+            recompiles = [observed.recompiles[i][0] for i in hits]
+            return replace(finding, status="confirmed", details={**finding.details, "recompiles": recompiles}), None
     lines = observed.executed.get(real, set())
     ran = any(line in lines for line in range(finding.line, finding.end_line + 1))
     return replace(finding, status="not-reproduced" if ran else "not-run"), None
@@ -147,12 +150,15 @@ def _dynamic_only(observed: Observed, used: set[int], linted: dict[str, str], so
     return list(found.values())
 
 
-def _recompile_findings(observed: Observed, linted: dict[str, str], sources: _Sources) -> list[Finding]:
+def _recompile_findings(
+    observed: Observed, used: set[int], linted: dict[str, str], sources: _Sources
+) -> list[Finding]:
+    """Recompiles on every call, or up to the limit, that no static finding predicted."""
     rule = rule_by_code("TCL802")
     assert rule is not None
     found: dict[tuple[str, int, str], Finding] = {}
-    for variation, run in observed.recompiles:
-        if not ((variation["every_call"] and variation["calls"] > 1) or variation["limit_hit"]):
+    for index, (variation, run) in enumerate(observed.recompiles):
+        if index in used or not ((variation["every_call"] and variation["calls"] > 1) or variation["limit_hit"]):
             continue
         for where in variation["functions"][:1]:
             file_line, _, function = where.rpartition(":")
@@ -160,15 +166,17 @@ def _recompile_findings(observed: Observed, linted: dict[str, str], sources: _So
             path = linted.get(os.path.realpath(file))
             if path is None:
                 continue
-            what = "hit recompile_limit" if variation["limit_hit"] else "recompiled on every call"
-            reason = f" (guard: {variation['reasons'][0]})" if variation["reasons"] else ""
+            what = f"recompiled on {variation['recompiled_calls']} of {variation['calls']} calls"
+            limit = ", then hit recompile_limit and ran eagerly" if variation["limit_hit"] else ""
+            reason = f"; failed guard: `{variation['reasons'][0]}`" if variation["reasons"] else ""
+            hint = f" (Dynamo: {variation['hint']})" if variation["hint"] else ""
             found.setdefault(
                 (path, int(line), variation["trigger"]),
                 Finding(
                     *sources.span(path, int(line)),
                     code=rule.code,
-                    message=f"`{function}` {what} when varying {variation['trigger']}{reason}",
-                    fix=variation["suggestion"],
+                    message=f"`{function}` {what}{limit}, varying {variation['trigger']}{reason}",
+                    fix=variation["suggestion"] + hint,
                     status="dynamic-only",
                     function=function,
                     details={**variation, "target": run},

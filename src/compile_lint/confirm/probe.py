@@ -19,8 +19,9 @@ import torch._dynamo
 from compile_lint.confirm.capture import DynamoLog
 
 RECOMPILING = re.compile(r"Recompiling function (\S+) in (.*):(\d+)")
-GUARD_LINE = re.compile(r"^\s*-\s*(.+)$", re.M)
-MAX_REASONS = 3
+GUARD_LINE = re.compile(r"^\s*-\s*(\d+/\d+: .+)$", re.M)  # "- 0/0: tensor 'x' size mismatch ..."
+HINT = re.compile(r"\(HINT: (.*)\)\s*$")
+MAX_REASONS = 3  # kept per variation, those naming the varied argument first
 
 
 @dataclass
@@ -32,6 +33,7 @@ class Variation:
     functions: list[str] = field(default_factory=list)  # "file:line:name" of the recompiled code
     limit_hit: str = ""
     suggestion: str = ""
+    hint: str = ""  # Dynamo's own advice attached to the guard, if any
 
     @property
     def every_call(self) -> bool:
@@ -56,13 +58,13 @@ def probe(call: Call, args: tuple[Any, ...], kwargs: dict[str, Any], names: list
 
 def _repeat(call: Call, args: tuple[Any, ...], kwargs: dict[str, Any], log: DynamoLog) -> Variation:
     """Same inputs again; if both repeats recompile, go on until the recompile limit shows."""
-    variation = Variation("the same inputs, called again")
+    variation = Variation("nothing (the same inputs again)")
     limit = int(torch._dynamo.config.recompile_limit)
     while variation.calls < 2 or (variation.every_call and variation.calls <= limit and not variation.limit_hit):
         _observe(variation, lambda: call(args, kwargs), log)
-    guard = variation.reasons[0] if variation.reasons else "?"
+    variation.reasons = variation.reasons[:MAX_REASONS]
     variation.suggestion = (
-        f"state read by the function changes between calls (guard `{guard}`): keep it in a tensor "
+        "a value the function reads changes between calls (see the failed guard): keep it in a tensor "
         "(e.g. a registered buffer) or outside the compiled region"
     )
     return variation
@@ -127,6 +129,9 @@ def _vary(
         except Exception:  # noqa: BLE001 - the target does not accept this variation (e.g. a Linear width)
             return Variation(variation.trigger)
     variation.suggestion = advice[1] if variation.every_call and variation.calls > 1 else advice[0]
+    # Every cache entry lists its failed guards; the varied argument's guard is the telling one.
+    naming = re.compile(rf"\b{re.escape(slot[1])}\b")
+    variation.reasons = sorted(variation.reasons, key=lambda r: naming.search(r) is None)[:MAX_REASONS]
     return variation
 
 
@@ -138,9 +143,13 @@ def _observe(variation: Variation, run: Callable[[], object], log: DynamoLog) ->
     if new:
         variation.recompiled_calls += 1
     for message in new:
-        for reason in GUARD_LINE.findall(message):
-            if reason not in variation.reasons and len(variation.reasons) < MAX_REASONS:
-                variation.reasons.append(reason.strip())
+        for line in GUARD_LINE.findall(message):
+            guard, _, comment = line.partition("  #")  # the guard, then the source line it came from
+            reason = " ".join(guard.split())
+            hint = HINT.search(comment)
+            variation.hint = variation.hint or (hint.group(1) if hint else "")
+            if reason not in variation.reasons:
+                variation.reasons.append(reason)
         head = RECOMPILING.search(message)
         if head:
             where = f"{head.group(2)}:{head.group(3)}:{head.group(1)}"

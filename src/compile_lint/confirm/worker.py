@@ -14,6 +14,7 @@ import os
 import platform
 import sys
 import traceback
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
@@ -54,12 +55,29 @@ def environment(backend: str) -> dict[str, Any]:
     }
 
 
-def load(spec: dict[str, Any]) -> Any:
-    """Import the user's module by name from its root, with every torch.compile forced to the backend."""
-    if spec["root"] not in sys.path:
-        sys.path.insert(0, spec["root"])
-    with forced_backend(spec["backend"]):
-        return importlib.import_module(spec["module"])
+class DynamoSettings:
+    """torch._dynamo.config as each user module left it after its import, so that a module setting
+    e.g. `capture_scalar_outputs` affects its own targets and not the next module's."""
+
+    def __init__(self) -> None:
+        self.baseline = torch._dynamo.config.get_config_copy()
+        self.after_import: dict[str, dict[str, Any]] = {}
+
+    def load(self, spec: dict[str, Any]) -> Any:
+        """Import the user's module by name from its root, every torch.compile forced to the backend."""
+        self._apply(self.after_import.get(spec["module"], self.baseline))
+        if spec["root"] not in sys.path:
+            sys.path.insert(0, spec["root"])
+        with forced_backend(spec["backend"]):
+            module = importlib.import_module(spec["module"])
+        self.after_import.setdefault(spec["module"], torch._dynamo.config.get_config_copy())
+        return module
+
+    @staticmethod
+    def _apply(settings: dict[str, Any]) -> None:
+        with warnings.catch_warnings():  # the copy includes deprecated keys, which warn on load
+            warnings.simplefilter("ignore")
+            torch._dynamo.config.load_config(settings)
 
 
 def build(spec: dict[str, Any], module: Any) -> list[Made]:
@@ -166,11 +184,11 @@ def fullgraph(target: Target, backend: str, files: set[str]) -> dict[str, Any]:
     return {"one_graph": True, "fullgraph_error": ""}
 
 
-def handle(request: dict[str, Any]) -> dict[str, Any]:
+def handle(request: dict[str, Any], settings: DynamoSettings) -> dict[str, Any]:
     spec = request["target"]
     files = user_files(request["files"])
     try:
-        module = load(spec)
+        module = settings.load(spec)
     except BaseException as error:  # noqa: BLE001 - includes SystemExit from the user's module
         return {"outcome": "error", "error": f"cannot import {spec['module']}: {describe_error(error, files)}"}
     try:
@@ -193,8 +211,9 @@ def handle(request: dict[str, Any]) -> dict[str, Any]:
 def serve(requests: TextIO, replies: TextIO) -> None:
     replies.write(json.dumps({"ready": environment(os.environ.get("COMPILE_LINT_BACKEND", "eager"))}) + "\n")
     replies.flush()
+    settings = DynamoSettings()
     for line in requests:
-        replies.write(json.dumps(handle(json.loads(line))) + "\n")
+        replies.write(json.dumps(handle(json.loads(line), settings)) + "\n")
         replies.flush()
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-
 from typing import TYPE_CHECKING
 
+from rich import box
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
@@ -87,34 +87,35 @@ class ConfirmProgress:
 
 
 def render_confirm_summary(console: Console, targets: list[TargetReport], findings: list[Finding]) -> None:
-    """Per-target table, the recompile probe's findings, and the totals `--confirm` is about."""
+    """Per-target table and notes, what the recompile probe saw, and the totals `--confirm` is about."""
     per_target = Table(title="Targets run under torch.compile", title_justify="left")
-    for column in ("target", "outcome", "graphs", "breaks", "one graph", "recompiles", "note"):
+    for column in ("target", "outcome", "graphs", "breaks", "one graph", "recompiles"):
         per_target.add_column(column, overflow="fold")
     for target in targets:
-        recompiles = sum(v["recompiled_calls"] for v in target.recompiles)
-        one_graph = "" if target.one_graph is None else ("yes" if target.one_graph else "no")
-        note = target.error or target.fullgraph_error
         outcome = Text(target.outcome, style="green" if target.outcome == "ok" else "red")
-        cells = [str(target.graphs), str(target.breaks), one_graph, str(recompiles)] if target.outcome == "ok" else [""] * 4
-        per_target.add_row(target.label, outcome, *cells, note)
+        cells = ["", "", "", ""]
+        if target.outcome == "ok":
+            one_graph = "yes" if target.one_graph else "no"
+            recompiles = sum(v["recompiled_calls"] for v in target.recompiles)
+            cells = [str(target.graphs), str(target.breaks), one_graph, str(recompiles)]
+        per_target.add_row(target.label, outcome, *cells)
     console.print(per_target)
-    probed = [(t.label, v) for t in targets for v in t.recompiles]
-    if probed:
-        console.print(Text("Recompile probe (one thing varied at a time):", style="bold"))
-        for label, variation in probed:
-            reason = f": {variation['reasons'][0]}" if variation["reasons"] else ""
-            console.print(
-                Text(f"  {label}: {variation['trigger']} -> {variation['recompiled_calls']}/{variation['calls']} "
-                     f"calls recompiled{reason}"),
-                soft_wrap=True,
-            )
+    for target in targets:
+        if target.error:
+            console.print(Text(f"  {target.label}: {target.outcome}: {target.error}"), soft_wrap=True)
+        elif target.fullgraph_error:
+            note = f"  {target.label}: fullgraph=True stops at {target.fullgraph_error}"
+            console.print(Text(note, style="dim"), soft_wrap=True)
+        for variation in target.recompiles:
+            reason = f" ({variation['reasons'][0]})" if variation["reasons"] else ""
+            line = f"  {target.label}: varying {variation['trigger']}: {variation['recompiled_calls']}/"
+            console.print(Text(f"{line}{variation['calls']} calls recompiled{reason}"), soft_wrap=True)
             console.print(Text("      = suggest: ", style="dim") + Text(variation["suggestion"], style="green"), soft_wrap=True)
     statuses = Counter(f.status for f in findings)
-    totals = Table(title="Summary", title_justify="left")
+    totals = Table(title="Summary", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     columns = ("targets", "graphs", "breaks", "confirmed", "refuted", "not run", "dynamic-only", "recompiles")
     for column in columns:
-        totals.add_column(column, justify="right")
+        totals.add_column(column, justify="right", no_wrap=True)
     totals.add_row(
         str(len(targets)),
         str(sum(t.graphs for t in targets)),

@@ -1,0 +1,164 @@
+"""`compile-lint --confirm` end to end: the CLI in a subprocess on fixtures/confirm, real Dynamo.
+
+Fixture lines carry `# confirm: STATUS [GBxxxx]` comments saying what --confirm must report there.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fixture_support import ROOT
+
+pytest.importorskip("torch")
+
+CONFIRM = ROOT / "fixtures" / "confirm"
+STATUS = re.compile(r"#.*confirm:\s*(?P<status>[a-z-]+)(?:\s+(?P<gb>GB\d{4}))?")
+
+
+def run_cli(*args: str, timeout: float = 600) -> tuple[int, dict[str, Any], str]:
+    process = subprocess.run(
+        [sys.executable, "-m", "compile_lint.cli", "--confirm", "--no-cache", "--format", "json", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
+    assert process.stdout.strip(), process.stderr
+    return process.returncode, json.loads(process.stdout), process.stderr
+
+
+def expected_statuses(path: Path) -> dict[int, tuple[str, str | None]]:
+    found = {}
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        match = STATUS.search(line)
+        if match:
+            found[number] = (match.group("status"), match.group("gb"))
+    return found
+
+
+def targets_by_label(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {t["label"]: t for t in report["environment"]["targets"]}
+
+
+@pytest.fixture(scope="module")
+def seed(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, dict[str, Any], Path]:
+    repro_dir = tmp_path_factory.mktemp("repro")
+    code, report, _ = run_cli("fixtures/seed_step.py", "--repro-dir", str(repro_dir))
+    return code, report, repro_dir
+
+
+@pytest.mark.dynamo
+def test_seed_step_is_confirmed_with_a_torch_where_fix(seed: tuple[int, dict[str, Any], Path]) -> None:
+    code, report, _ = seed
+    assert code == 1
+    (finding,) = [f for f in report["findings"] if f["line"] == 9]
+    assert finding["code"] == "TCL101"
+    assert finding["status"] == "confirmed"
+    assert finding["details"]["observed_gb_code"] == "GB0124"
+    assert "torch.where(y.sum() > 0" in finding["fix"]
+    environment = report["environment"]
+    assert environment["backend"] == "eager"
+    assert environment["torch"].startswith("2.")
+    assert environment["cuda_available"] is False and environment["device"] == "cpu"
+    assert "graph_breaks" in environment["torch_logging"]
+    (target,) = environment["targets"]
+    assert target["outcome"] == "ok" and target["breaks"] == 1
+
+
+@pytest.mark.dynamo
+def test_repro_script_reproduces_the_break(seed: tuple[int, dict[str, Any], Path]) -> None:
+    _, _, repro_dir = seed
+    (script,) = repro_dir.glob("*.py")
+    assert script.name == "repro_seed_step_9_TCL101.py"
+    assert "torch 2." in script.read_text()
+    process = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=repro_dir
+    )
+    assert process.returncode == 0, process.stderr
+    assert "seed_step.py:9" in process.stderr and "Graph Break Reason" in process.stderr
+
+
+@pytest.mark.dynamo
+def test_every_status_dynamic_only_helper_and_recompile_probe() -> None:
+    files = ["_statuses.py", "_dispatch.py", "_callbacks.py", "_recompiles.py"]
+    code, report, stderr = run_cli(
+        *(f"fixtures/confirm/{name}" for name in files), "--target", "fixtures/confirm/_recompiles.py:make"
+    )
+    assert code == 1, stderr
+    findings = report["findings"]
+    for name in files:
+        path = f"fixtures/confirm/{name}"
+        for line, (status, gb) in expected_statuses(CONFIRM / name).items():
+            here = [f for f in findings if f["path"] == path and f["line"] == line]
+            assert [f["status"] for f in here] == [status], (path, line, here)
+            if gb:
+                assert here[0]["gb_codes"] == [gb]
+    (dynamic,) = [f for f in findings if f["status"] == "dynamic-only" and f["code"] == "TCL801"]
+    assert dynamic["path"].endswith("_callbacks.py")  # the helper's line, not the call in _dispatch.py
+    assert dynamic["details"]["explanation"] and dynamic["details"]["gb_type"] == "Failed to trace builtin operator"
+
+    targets = targets_by_label(report)
+    assert "give it inputs" in targets["fixtures/confirm/_statuses.py:NeedsConfig"]["error"]
+    assert targets["fixtures/confirm/_statuses.py:Tagger"]["outcome"] == "ok"  # Embedding got indices
+    counter = targets["fixtures/confirm/_recompiles.py:Counter"]["recompiles"]
+    (repeat,) = [v for v in counter if v["trigger"].startswith("nothing")]
+    assert repeat["every_call"] and repeat["limit_hit"] and "self.calls ==" in repeat["reasons"][0]
+    recompile_findings = [f for f in findings if f["path"].endswith("_recompiles.py") and f["line"] in (13, 14)]
+    assert recompile_findings and all(f["status"] in ("confirmed", "dynamic-only") for f in recompile_findings)
+
+    probe = targets["fixtures/confirm/_recompiles.py:make [scale_by_mode]"]["recompiles"]
+    by_trigger = {v["trigger"].split(" (")[0]: v for v in probe}
+    assert "mark_dynamic(x, 0)" in by_trigger["x dim 0"]["suggestion"]
+    assert "size mismatch at index 0" in by_trigger["x dim 0"]["reasons"][0]
+    assert "mode ==" in by_trigger["mode"]["reasons"][0]
+    assert "dtype mismatch" in by_trigger["x dtype"]["reasons"][0]
+    # the explicit factory covered scale_by_mode; nothing else ran it
+    assert not any(label.endswith(":scale_by_mode") for label in targets)
+
+
+@pytest.mark.dynamo
+def test_targets_that_raise_crash_or_hang_are_reported_and_the_rest_run() -> None:
+    _, report, stderr = run_cli("fixtures/confirm/_failing.py", "--timeout", "10")
+    targets = targets_by_label(report)
+    label = "fixtures/confirm/_failing.py:{}".format
+    assert targets[label("raises")]["outcome"] == "raised"
+    assert "ValueError" in targets[label("raises")]["error"] and "_failing.py:11" in targets[label("raises")]["error"]
+    assert targets[label("segfaults")]["outcome"] == "crashed"
+    assert "segmentation fault" in targets[label("segfaults")]["error"]
+    assert targets[label("hangs")]["outcome"] == "timed-out"
+    assert targets[label("fine")]["outcome"] == "ok"
+    for finding in report["findings"]:  # nothing ran to completion inside `hangs`
+        if finding["function"] == "hangs":
+            assert finding["status"] == "not-run"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--target", "no_colon_here"],
+        ["--target", "fixtures/confirm/missing.py:make"],
+        ["--timeout", "0"],
+    ],
+)
+def test_usage_errors_exit_2(args: list[str]) -> None:
+    process = subprocess.run(
+        [sys.executable, "-m", "compile_lint.cli", "--confirm", "--no-cache", "fixtures/seed_step.py", *args],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )
+    assert process.returncode == 2, process.stderr
+    assert "Traceback" not in process.stderr
+
+
+def test_confirm_options_need_confirm() -> None:
+    process = subprocess.run(
+        [sys.executable, "-m", "compile_lint.cli", "--no-cache", "fixtures/seed_step.py", "--repro-dir", "x"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )
+    assert process.returncode == 2 and "need --confirm" in process.stderr

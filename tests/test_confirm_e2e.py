@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from fixture_support import ROOT
 
 pytest.importorskip("torch")
@@ -78,9 +79,7 @@ def test_repro_script_reproduces_the_break(seed: tuple[int, dict[str, Any], Path
     (script,) = repro_dir.glob("*.py")
     assert script.name == "repro_seed_step_9_TCL101.py"
     assert "torch 2." in script.read_text()
-    process = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=repro_dir
-    )
+    process = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=repro_dir)
     assert process.returncode == 0, process.stderr
     assert "seed_step.py:9" in process.stderr and "Graph Break Reason" in process.stderr
 
@@ -125,7 +124,7 @@ def test_every_status_dynamic_only_helper_and_recompile_probe() -> None:
 
 @pytest.mark.dynamo
 def test_targets_that_raise_crash_or_hang_are_reported_and_the_rest_run() -> None:
-    _, report, stderr = run_cli("fixtures/confirm/_failing.py", "--timeout", "10")
+    _, report, _ = run_cli("fixtures/confirm/_failing.py", "--timeout", "10")
     targets = targets_by_label(report)
     label = "fixtures/confirm/_failing.py:{}".format
     assert targets[label("raises")]["outcome"] == "raised"
@@ -150,7 +149,10 @@ def test_targets_that_raise_crash_or_hang_are_reported_and_the_rest_run() -> Non
 def test_usage_errors_exit_2(args: list[str]) -> None:
     process = subprocess.run(
         [sys.executable, "-m", "compile_lint.cli", "--confirm", "--no-cache", "fixtures/seed_step.py", *args],
-        cwd=ROOT, capture_output=True, text=True, timeout=120,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert process.returncode == 2, process.stderr
     assert "Traceback" not in process.stderr
@@ -159,6 +161,9 @@ def test_usage_errors_exit_2(args: list[str]) -> None:
 def test_confirm_options_need_confirm() -> None:
     process = subprocess.run(
         [sys.executable, "-m", "compile_lint.cli", "--no-cache", "fixtures/seed_step.py", "--repro-dir", "x"],
-        cwd=ROOT, capture_output=True, text=True, timeout=120,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert process.returncode == 2 and "need --confirm" in process.stderr

@@ -85,7 +85,8 @@ def run_confirm(args: argparse.Namespace, config: Config, console: Console) -> i
 
     errors = Console(stderr=True)
     if not args.confirm or (args.timeout is not None and args.timeout <= 0):
-        errors.print("compile-lint: --target, --backend, --timeout (> 0) and --repro-dir need --confirm", soft_wrap=True)
+        message = "compile-lint: --target, --backend, --timeout (> 0) and --repro-dir need --confirm"
+        errors.print(message, soft_wrap=True)
         return EXIT_ERROR
     options = ConfirmOptions(
         targets=args.target or [],

@@ -74,7 +74,7 @@ def module_target(module: Any, class_name: str, shape: list[int]) -> Made:
         raise NoInputs(f"`{class_name}` is not a module-level nn.Module subclass; {HOW}")
     try:
         model = cls()
-    except Exception as error:  # noqa: BLE001 - any failure means "cannot build it alone"
+    except Exception as error:
         raise NoInputs(f"`{class_name}()` failed ({type(error).__name__}: {error}); {HOW}") from None
     made = Made(Target(model, ()), setup=f"fn = mod.{class_name}()")
     _fill(made, inspect.signature(model.forward), first_layer_input(model, shape), f"{class_name}.forward")
@@ -108,7 +108,9 @@ def _fill(made: Made, signature: inspect.Signature, tensor: TensorRecipe, where:
         elif _tensor_like(param.annotation):
             value, source = tensor.make(), tensor.source
         else:
-            raise NoInputs(f"parameter `{param.name}` of {where} is annotated `{param.annotation}`, not a tensor; {HOW}")
+            raise NoInputs(
+                f"parameter `{param.name}` of {where} is annotated `{param.annotation}`, not a tensor; {HOW}"
+            )
         if param.kind is param.KEYWORD_ONLY:
             made.target.kwargs[param.name] = value
             made.kwargs[param.name] = source

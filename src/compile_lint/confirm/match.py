@@ -150,9 +150,7 @@ def _dynamic_only(observed: Observed, used: set[int], linted: dict[str, str], so
     return list(found.values())
 
 
-def _recompile_findings(
-    observed: Observed, used: set[int], linted: dict[str, str], sources: _Sources
-) -> list[Finding]:
+def _recompile_findings(observed: Observed, used: set[int], linted: dict[str, str], sources: _Sources) -> list[Finding]:
     """Recompiles on every call, or up to the limit, that no static finding predicted."""
     rule = rule_by_code("TCL802")
     assert rule is not None

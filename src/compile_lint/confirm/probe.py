@@ -44,7 +44,9 @@ Call = Callable[[tuple[Any, ...], dict[str, Any]], object]
 Slot = tuple[int | str, str]  # positional index or keyword, and the parameter's name
 
 
-def probe(call: Call, args: tuple[Any, ...], kwargs: dict[str, Any], names: list[str], log: DynamoLog) -> list[Variation]:
+def probe(
+    call: Call, args: tuple[Any, ...], kwargs: dict[str, Any], names: list[str], log: DynamoLog
+) -> list[Variation]:
     """Variations that recompiled, each with its reasons and a suggestion."""
     torch._dynamo.reset()
     log.clear()
@@ -85,12 +87,18 @@ def _variants(name: str, value: Any) -> Iterator[tuple[str, list[Any], tuple[str
             yield (
                 f"{name} dim {dim} ({size} -> {size + 1} -> {size + 2})",
                 [_resized(value, dim, size + grow) for grow in (1, 2)],
-                (f"one recompile, then size {dim} is dynamic; {dynamic} avoids it",
-                 f"every new size of dim {dim} recompiles: use {dynamic}, and move shape checks out of the region"),
+                (
+                    f"one recompile, then size {dim} is dynamic; {dynamic} avoids it",
+                    f"every new size of dim {dim} recompiles: use {dynamic}, and move shape checks out of the region",
+                ),
             )
         if value.is_floating_point() and value.dtype != torch.float64:
             advice = f"each dtype of `{name}` compiles its own graph: cast once, before the compiled call"
-            yield f"{name} dtype ({str(value.dtype).removeprefix('torch.')} -> float64)", [value.double()], (advice, advice)
+            yield (
+                f"{name} dtype ({str(value.dtype).removeprefix('torch.')} -> float64)",
+                [value.double()],
+                (advice, advice),
+            )
     elif isinstance(value, bool):
         advice = f"each value of `{name}` compiles its own graph: pass it as a tensor or branch outside the region"
         yield f"{name} ({value} -> {not value})", [not value], (advice, advice)
@@ -99,8 +107,11 @@ def _variants(name: str, value: Any) -> Iterator[tuple[str, list[Any], tuple[str
         yield (
             f"{name} ({value!r} -> {changed[0]!r} -> {changed[1]!r})",
             changed,
-            (f"one recompile, then `{name}` is dynamic; pass it as a 0-d tensor to avoid even that",
-             f"every value of `{name}` compiles a new graph: pass it as a tensor, or hoist the choice out of the region"),
+            (
+                f"one recompile, then `{name}` is dynamic; pass it as a 0-d tensor to avoid even that",
+                f"every value of `{name}` compiles a new graph: pass it as a tensor, "
+                "or hoist the choice out of the region",
+            ),
         )
 
 
@@ -126,7 +137,7 @@ def _vary(
         changed_kwargs = {k: value if k == key else v for k, v in kwargs.items()}
         try:
             _observe(variation, lambda a=changed_args, k=changed_kwargs: call(a, k), log)  # type: ignore[misc]
-        except Exception:  # noqa: BLE001 - the target does not accept this variation (e.g. a Linear width)
+        except Exception:
             return Variation(variation.trigger)
     variation.suggestion = advice[1] if variation.every_call and variation.calls > 1 else advice[0]
     # Every cache entry lists its failed guards; the varied argument's guard is the telling one.

@@ -6,6 +6,7 @@ the worker. Either way the target is reported as such and the next target gets a
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -36,7 +37,7 @@ class Worker:
     """`python -m compile_lint.confirm.worker`, talking JSON lines over its stdin and stdout."""
 
     def __init__(self, backend: str) -> None:
-        self.stderr: IO[bytes] = tempfile.TemporaryFile()
+        self.stderr: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 - closed in close()
         env = {**os.environ, "PYTHONBREAKPOINT": "0", "COMPILE_LINT_BACKEND": backend}
         self.process = subprocess.Popen(
             [sys.executable, "-m", "compile_lint.confirm.worker"],
@@ -93,10 +94,8 @@ class Worker:
 
     def close(self) -> None:
         if self.process.poll() is None:
-            try:
+            with contextlib.suppress(ProcessLookupError):  # it may have just exited
                 os.killpg(self.process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
             self.process.wait()
         for pipe in (self.process.stdin, self.process.stdout):
             if pipe is not None:

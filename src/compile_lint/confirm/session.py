@@ -63,7 +63,9 @@ class Progress(Protocol):
 
 def confirm(paths: list[str], config: Config, options: ConfirmOptions, progress: Progress) -> ConfirmResult:
     if importlib.util.find_spec("torch") is None:
-        raise UsageError("--confirm runs your code under torch.compile and needs torch: pip install 'compile-lint[confirm]'")
+        raise UsageError(
+            "--confirm runs your code under torch.compile and needs torch: pip install 'compile-lint[confirm]'"
+        )
     files, specs, unrunnable, project = _plan(paths, config, options)
     static = apply_filters(project.findings(), config)
     linted = {os.path.realpath(f): f for f in files}
@@ -105,7 +107,9 @@ def _plan(
     return files, explicit + automatic, unrunnable, project
 
 
-def _with_run(hit: tuple[dict[str, Any], str], runs: dict[str, dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
+def _with_run(
+    hit: tuple[dict[str, Any], str], runs: dict[str, dict[str, Any]]
+) -> tuple[dict[str, Any], dict[str, Any]]:
     brk, run_id = hit
     return brk, runs[run_id]
 

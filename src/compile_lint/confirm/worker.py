@@ -156,7 +156,7 @@ def run_target(made: Made, spec: dict[str, Any], files: set[str]) -> dict[str, A
     try:
         with torch.compiler.set_stance("force_eager"), traced_lines(files) as executed:
             eager(*target.args, **target.kwargs)
-    except Exception as error:  # noqa: BLE001 - the user's code raised: report it, go on
+    except Exception as error:
         return {**result, "outcome": "raised", "error": describe_error(error, files)}
     result["executed"] = {os.path.realpath(f): sorted(lines) for f, lines in executed.items()}
     torch._dynamo.reset()
@@ -164,7 +164,7 @@ def run_target(made: Made, spec: dict[str, Any], files: set[str]) -> dict[str, A
     with capture_dynamo_log() as log:
         try:
             compiled(target, backend)(*target.args, **target.kwargs)
-        except Exception as error:  # noqa: BLE001
+        except Exception as error:
             return {**result, "outcome": "raised", "error": "under torch.compile: " + describe_error(error, files)}
         result["graphs"] = graph_count() - before
         result["breaks"] = [break_record(b, files) for b in log.breaks]
@@ -179,7 +179,7 @@ def fullgraph(target: Target, backend: str, files: set[str]) -> dict[str, Any]:
     torch._dynamo.reset()
     try:
         compiled(target, backend, fullgraph=True)(*target.args, **target.kwargs)
-    except Exception as error:  # noqa: BLE001 - the first error is the answer
+    except Exception as error:
         return {"one_graph": False, "fullgraph_error": describe_error(error, files)}
     return {"one_graph": True, "fullgraph_error": ""}
 
@@ -189,13 +189,13 @@ def handle(request: dict[str, Any], settings: DynamoSettings) -> dict[str, Any]:
     files = user_files(request["files"])
     try:
         module = settings.load(spec)
-    except BaseException as error:  # noqa: BLE001 - includes SystemExit from the user's module
+    except BaseException as error:
         return {"outcome": "error", "error": f"cannot import {spec['module']}: {describe_error(error, files)}"}
     try:
         made = build(spec, module)
     except NoInputs as error:
         return {"outcome": "not-run", "error": str(error)}
-    except Exception as error:  # noqa: BLE001 - a factory that raises or breaks the protocol
+    except Exception as error:
         return {"outcome": "error", "error": f"factory {spec['attr']}: {describe_error(error, files)}"}
     runs = []
     for one in made:

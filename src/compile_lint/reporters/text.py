@@ -110,7 +110,8 @@ def render_confirm_summary(console: Console, targets: list[TargetReport], findin
             reason = f" ({variation['reasons'][0]})" if variation["reasons"] else ""
             line = f"  {target.label}: varying {variation['trigger']}: {variation['recompiled_calls']}/"
             console.print(Text(f"{line}{variation['calls']} calls recompiled{reason}"), soft_wrap=True)
-            console.print(Text("      = suggest: ", style="dim") + Text(variation["suggestion"], style="green"), soft_wrap=True)
+            suggestion = Text("      = suggest: ", style="dim") + Text(variation["suggestion"], style="green")
+            console.print(suggestion, soft_wrap=True)
     statuses = Counter(f.status for f in findings)
     totals = Table(title="Summary", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     columns = ("targets", "graphs", "breaks", "confirmed", "refuted", "not run", "dynamic-only", "recompiles")

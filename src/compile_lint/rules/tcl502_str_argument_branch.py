@@ -1,0 +1,127 @@
+"""TCL502: a branch on a `str` parameter of a compiled function."""
+
+from __future__ import annotations
+
+import libcst as cst
+import libcst.matchers as m
+
+from compile_lint.analysis.summary import FunctionSummary
+from compile_lint.analysis.tensors import Kind, dotted_code
+from compile_lint.analysis.walker import RuleContext
+from compile_lint.rules.base import Example, Rule
+
+MAX_TEST = 40
+
+
+def _mentioned_names(test: cst.BaseExpression) -> list[str]:
+    """Plain names read by `test`, in order; `self.mode`'s `mode` is an attribute, not a name."""
+    attributes = {id(a.attr) for a in m.findall(test, m.Attribute()) if isinstance(a, cst.Attribute)}
+    return [n.value for n in m.findall(test, m.Name()) if isinstance(n, cst.Name) and id(n) not in attributes]
+
+
+def _example_flag(test: cst.BaseExpression, name: str) -> str:
+    """`is_train = mode == "train"` for a test comparing `mode` with "train"."""
+    literal = next(iter(m.findall(test, m.SimpleString())), None)
+    if not isinstance(literal, cst.SimpleString) or not isinstance(literal.evaluated_value, str):
+        return f'e.g. `{name}_flag = {name} == "..."`'
+    value = literal.evaluated_value
+    flag = f"is_{value}" if value.isidentifier() else f"{name}_flag"
+    return f"e.g. `{flag} = {name} == {literal.value}`"
+
+
+class StrArgumentBranch(Rule):
+    code = "TCL502"
+    name = "str-argument-branch"
+    summary = "Branch on a `str` parameter: each distinct string value recompiles"
+    gb_codes = ()
+    fix = (
+        'Map the string to a bool before the compiled call (`training = mode == "train"`) and pass that, '
+        "or compile one function per value."
+    )
+    what = (
+        "Flags `if`/`elif`/`while`/conditional-expression tests and `match` subjects that read a `str` "
+        'parameter (annotated `str`, or with a string default such as `mode="train"`) inside compiled '
+        "regions. Nothing breaks; the cost is recompilation."
+    )
+    why = (
+        "Dynamo treats a string argument as a constant and guards on its exact value (`mode == 'train'`). "
+        "Strings never become dynamic, unlike ints and floats, so every new value fails the guard and "
+        "compiles another graph, until `recompile_limit` (8) is hit and the function runs eagerly from "
+        "then on. Measured in torch 2.13: 3 distinct strings, 2 recompiles; 10 distinct strings, 8 "
+        "recompiles and the limit warning."
+    )
+    example = (
+        '@torch.compile\ndef head(x, mode: str):\n    if mode == "train":\n        return x.relu()\n'
+        "    return x.sigmoid()\n"
+    )
+    fixed_example = (
+        "@torch.compile\ndef head(x, training: bool):\n    if training:\n        return x.relu()\n"
+        '    return x.sigmoid()\n\n# caller: head(x, training=(mode == "train"))\n'
+    )
+    invalid = (
+        Example("@torch.compile\ndef f(x, mode: str):\n    if mode == 'train':\n        return x + 1\n    return x\n"),
+        Example(
+            "class M(nn.Module):\n    def forward(self, x, reduction='mean'):\n"
+            "        return x.mean() if reduction == 'mean' else x.sum()\n"
+        ),
+        Example(
+            "@torch.compile\ndef f(x, act: str = 'relu'):\n    match act:\n        case 'relu':\n"
+            "            return x.relu()\n    return x\n"
+        ),
+    )
+    valid = (
+        Example("@torch.compile\ndef f(x, training: bool):\n    if training:\n        return x + 1\n    return x\n"),
+        Example(
+            "class M(nn.Module):\n    def forward(self, x, mode='train'):\n"
+            "        if self.mode == 'train':\n            return x + 1\n        return x\n"
+        ),
+        Example(
+            "@torch.compile\ndef f(x):\n    mode = 'train'\n    if mode == 'train':\n        return x + 1\n    return x\n"
+        ),
+        Example("def eager(x, mode: str):\n    if mode == 'train':\n        return x + 1\n    return x\n"),
+    )
+
+    def __init__(self) -> None:
+        self._owner: FunctionSummary | None = None
+        self._str_params: set[str] = set()  # of `_owner`, the top-level function being walked
+
+    def visit_FunctionDef(self, node: cst.FunctionDef, ctx: RuleContext) -> None:
+        if ctx.function is not self._owner:
+            self._owner, self._str_params = ctx.function, set()
+        params = node.params
+        for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+            if ctx.facts.names.get(param.name.value) is Kind.STR:
+                self._str_params.add(param.name.value)
+
+    def visit_If(self, node: cst.If, ctx: RuleContext) -> None:
+        self._check(node.test, "if", ctx)
+
+    def visit_While(self, node: cst.While, ctx: RuleContext) -> None:
+        self._check(node.test, "while", ctx)
+
+    def visit_IfExp(self, node: cst.IfExp, ctx: RuleContext) -> None:
+        self._check(node.test, "if", ctx)
+
+    def visit_Match(self, node: cst.Match, ctx: RuleContext) -> None:
+        self._check(node.subject, "match", ctx)
+
+    def _check(self, test: cst.BaseExpression, keyword: str, ctx: RuleContext) -> None:
+        if ctx.function is None or ctx.function is not self._owner:
+            return
+        for name in _mentioned_names(test):
+            if name in self._str_params and ctx.facts.names.get(name) is Kind.STR:
+                text = dotted_code(test)
+                shown = text if len(text) <= MAX_TEST else text[: MAX_TEST - 3] + "..."
+                ctx.report(
+                    self,
+                    test,
+                    f"`{keyword} {shown}` branches on the str parameter `{name}`: Dynamo guards on its exact "
+                    f"value, so each distinct string passed in compiles a new graph (strings never become "
+                    f"dynamic; after recompile_limit, 8, the function runs eagerly)",
+                    fix=f"Map `{name}` to a bool before the compiled call ({_example_flag(test, name)}) and "
+                    "branch on that, or compile one function per value.",
+                )
+                return
+
+
+RULE = StrArgumentBranch()

@@ -133,3 +133,14 @@ def test_clean_run_is_valid_with_no_results(tmp_path: Path) -> None:
     document = json.loads(result.stdout)
     assert_valid(document)
     assert document["runs"][0]["results"] == []
+
+
+@pytest.mark.dynamo
+def test_confirmed_run_is_valid_and_carries_the_status() -> None:
+    result = cli("--confirm", "--format", "sarif", "fixtures/seed_step.py")
+    assert result.returncode == 1, result.stderr
+    document = json.loads(result.stdout)
+    assert_valid(document)
+    (finding,) = document["runs"][0]["results"]
+    assert finding["ruleId"] == "TCL101"
+    assert finding["properties"]["status"] == "confirmed" and finding["properties"]["gbCodes"] == ["GB0124"]

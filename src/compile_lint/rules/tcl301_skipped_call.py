@@ -61,14 +61,12 @@ JSON = Skipped(
 FRAME = Skipped(
     SKIPPED,
     "inspects the interpreter's frames, which Dynamo skips",
-    "Do frame introspection outside the compiled function, or guard it with "
-    "`if not torch.compiler.is_compiling():`.",
+    "Do frame introspection outside the compiled function, or guard it with `if not torch.compiler.is_compiling():`.",
 )
 DEBUGGER = Skipped(
     SKIPPED,
     "starts the debugger, which Dynamo skips (the breakpoint then stops in eager code)",
-    "Remove the breakpoint, or debug eagerly with `torch.compiler.set_stance(\"force_eager\")` "
-    "around the call.",
+    'Remove the breakpoint, or debug eagerly with `torch.compiler.set_stance("force_eager")` around the call.',
 )
 TORCH_SEED = Skipped(
     SKIPPED,
@@ -208,10 +206,14 @@ class SkippedCall(Rule):
         Example("from time import perf_counter\n\n@torch.compile\ndef f(x):\n    t = perf_counter()\n    return x\n"),
         Example("import random\n\n@torch.compile\ndef f(x):\n    return x * random.random()\n"),
         Example("import numpy as np\n\n@torch.compile\ndef f(x):\n    return x + np.random.rand()\n"),
-        Example("from datetime import datetime\n\n@torch.compile\ndef f(x):\n    stamp = datetime.now()\n    return x\n"),
+        Example(
+            "from datetime import datetime\n\n@torch.compile\ndef f(x):\n    stamp = datetime.now()\n    return x\n"
+        ),
         Example("import json\n\n@torch.compile\ndef f(x):\n    s = json.dumps({'a': 1})\n    return x\n"),
         Example("import sys\n\n@torch.compile\ndef f(x):\n    frame = sys._getframe()\n    return x\n"),
-        Example("import pdb\n\nclass M(nn.Module):\n    def forward(self, x):\n        pdb.set_trace()\n        return x\n"),
+        Example(
+            "import pdb\n\nclass M(nn.Module):\n    def forward(self, x):\n        pdb.set_trace()\n        return x\n"
+        ),
         Example("@torch.compile\ndef f(x):\n    torch.manual_seed(0)\n    return x + torch.rand(3)\n"),
     )
     valid = (

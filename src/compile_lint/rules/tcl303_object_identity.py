@@ -24,10 +24,7 @@ class ObjectIdentity(Rule):
         "Don't use tensor identity inside the region: test identity with `a is b`, and key caches "
         "outside the compiled function (or by a name or index you pass in)."
     )
-    what = (
-        "Flags `id(t)` and `hash(t)` where `t` is a tensor, inside compiled regions (a tensor's hash "
-        "is its id)."
-    )
+    what = "Flags `id(t)` and `hash(t)` where `t` is a tensor, inside compiled regions (a tensor's hash is its id)."
     why = (
         "While tracing, a tensor is a fake object: Dynamo can only give `id()`/`hash()` a compile-time "
         "stand-in. As soon as the value is used (arithmetic, `==`, returned, stored in a global dict) "
@@ -37,16 +34,16 @@ class ObjectIdentity(Rule):
         "On an input tensor it traces, but guards on that exact object, so every call with a new "
         "tensor recompiles."
     )
-    example = (
-        "CACHE = {}\n\n@torch.compile\ndef f(x):\n    y = x.relu()\n    CACHE[id(y)] = y\n    return y * 2\n"
-    )
+    example = "CACHE = {}\n\n@torch.compile\ndef f(x):\n    y = x.relu()\n    CACHE[id(y)] = y\n    return y * 2\n"
     fixed_example = (
         "CACHE = {}\n\n@torch.compile\ndef f(x):\n    return x.relu() * 2\n\n"
         "def cached_f(x):\n    y = f(x)\n    CACHE[id(y)] = y\n    return y\n"
     )
     invalid = (
         Example("@torch.compile\ndef f(x):\n    y = x + 1\n    i = id(y)\n    return y + i\n"),
-        Example("class M(nn.Module):\n    def forward(self, x):\n        h = hash(x.sum())\n        return x * (h % 7)\n"),
+        Example(
+            "class M(nn.Module):\n    def forward(self, x):\n        h = hash(x.sum())\n        return x * (h % 7)\n"
+        ),
     )
     valid = (
         Example("@torch.compile\ndef f(x, w):\n    y = x + 1\n    if y is w:\n        return y\n    return y * 2\n"),

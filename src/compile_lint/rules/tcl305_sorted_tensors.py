@@ -1,0 +1,164 @@
+"""TCL305: `sorted(...)` / `list.sort()` over tensors, or ordered by a tensor-valued key."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from compile_lint.analysis.tensors import Kind, TensorFacts, dotted_code, torch_call_kind
+from compile_lint.analysis.walker import RuleContext
+from compile_lint.rules.base import Example, Rule
+
+NON_CONSTANT_SORT = "GB0207"  # sort with non-constant keys
+BUILTIN_ON_TENSOR = "GB0059"  # Failed to trace builtin operator: sorted() iterating a tensor itself
+# Tensor methods and torch functions that return a tuple of tensors.
+SPLITTERS = frozenset({"unbind", "split", "chunk", "tensor_split", "hsplit", "vsplit", "dsplit", "split_with_sizes"})
+SEQUENCE_BUILTINS = frozenset({"list", "tuple"})
+
+
+class SortedTensors(Rule):
+    code = "TCL305"
+    name = "sorted-tensors"
+    summary = "`sorted()` / `list.sort()` over tensors (or by a tensor-valued key) breaks the graph"
+    gb_codes = (NON_CONSTANT_SORT, BUILTIN_ON_TENSOR)
+    fix = "Stack and sort in torch: `torch.stack(parts).sort()` gives values and indices; or sort by a static key such as `t.shape`."
+    what = (
+        "Flags `sorted(seq)` and `seq.sort()` inside compiled regions when the elements are tensors (a "
+        "list/tuple display, a comprehension, `t.unbind()`/`split()`/`chunk()`, or a local name bound to one "
+        "of those) and there is no key or the key returns a tensor (`key=lambda t: t.sum()`, `key=torch.norm`), "
+        "and `sorted(t)` on a tensor itself. Keys on static facts (`key=lambda t: t.shape[0]`) are fine, "
+        "as are `max()`/`min()` over tensors."
+    )
+    why = (
+        "Python's sort compares the elements (or keys) with `<`, and each comparison of tensors is a "
+        "data-dependent boolean. Dynamo cannot trace a sort whose keys are not constants (GB0207); "
+        "`sorted(t)` on a tensor fails even earlier, iterating it (GB0059). The graph ends, the sort runs "
+        "eagerly and a new graph starts after it."
+    )
+    example = (
+        "@torch.compile\ndef f(x):\n    scores = [r.sum() for r in x]\n    ranked = sorted(scores)\n"
+        "    return ranked[0]\n"
+    )
+    fixed_example = "@torch.compile\ndef f(x):\n    scores = x.sum(dim=1)\n    ranked, order = scores.sort()\n    return ranked[0]\n"
+    invalid = (
+        Example("@torch.compile\ndef f(x):\n    parts = [x[0], x[1]]\n    return sorted(parts)[0]\n"),
+        Example("@torch.compile\ndef f(x):\n    return sorted(x.unbind(0), key=lambda t: t.sum())[0]\n"),
+        Example("class M(nn.Module):\n    def forward(self, x):\n        parts = list(x.chunk(4))\n        parts.sort(key=torch.norm)\n        return parts[0]\n"),
+        Example("@torch.compile\ndef f(x):\n    return sorted(x)[0]\n"),
+    )  # fmt: skip
+    valid = (
+        Example("@torch.compile\ndef f(x):\n    return sorted([x, x[:2]], key=lambda t: t.shape[0])[0]\n"),
+        Example("@torch.compile\ndef f(x):\n    dims = sorted([3, 1, 2])\n    return x.permute(*[d - 1 for d in dims])\n"),
+        Example("@torch.compile\ndef f(x):\n    return max([x[0], x[1]])\n"),
+        Example("@torch.compile\ndef f(x):\n    values, indices = x.sort()\n    return values\n"),
+    )  # fmt: skip
+
+    def __init__(self) -> None:
+        # Names bound to a sequence of tensors, per function of the file being walked.
+        self.sequences: dict[str | None, set[str]] = {}
+
+    def visit_Module(self, node: cst.Module, ctx: RuleContext) -> None:
+        self.sequences = {}
+
+    def _names(self, ctx: RuleContext) -> set[str]:
+        return self.sequences.setdefault(ctx.function.qualname if ctx.function else None, set())
+
+    def visit_Assign(self, node: cst.Assign, ctx: RuleContext) -> None:
+        if len(node.targets) != 1 or not isinstance(node.targets[0].target, cst.Name):
+            return
+        name = node.targets[0].target.value
+        if self.tensor_sequence(node.value, ctx):
+            self._names(ctx).add(name)
+        else:
+            self._names(ctx).discard(name)
+
+    def tensor_sequence(self, node: cst.BaseExpression, ctx: RuleContext) -> bool:
+        """Is `node` a list/tuple whose elements are tensors?"""
+        if isinstance(node, cst.Name):
+            return node.value in self._names(ctx)
+        if isinstance(node, (cst.List, cst.Tuple)):
+            return any(isinstance(e, cst.Element) and ctx.facts.is_tensor(e.value) for e in node.elements)
+        if isinstance(node, (cst.ListComp, cst.GeneratorExp)):
+            return self._comprehension_facts(node, ctx).is_tensor(node.elt)
+        if isinstance(node, cst.Call):
+            func = node.func
+            if isinstance(func, cst.Attribute) and func.attr.value in SPLITTERS:
+                return ctx.facts.is_tensor(func.value) or (ctx.resolve(func) or "").startswith("torch.")
+            if isinstance(func, cst.Name) and func.value in SEQUENCE_BUILTINS and len(node.args) == 1:
+                inner = node.args[0].value
+                return ctx.facts.is_tensor(inner) or self.tensor_sequence(inner, ctx)
+        return False
+
+    def _comprehension_facts(self, node: cst.ListComp | cst.GeneratorExp, ctx: RuleContext) -> TensorFacts:
+        """The function's facts plus the comprehension's loop variables (not yet bound while we visit)."""
+        facts = TensorFacts(ctx.imports, ctx.facts.methods)
+        facts.names.update(ctx.facts.names)
+        loop: cst.CompFor | None = node.for_in
+        while loop is not None:
+            over_tensors = facts.is_tensor(loop.iter) or self.tensor_sequence(loop.iter, ctx)
+            facts.bind(loop.target, Kind.TENSOR if over_tensors else Kind.UNKNOWN)
+            loop = loop.inner_for_in
+        return facts
+
+    def _key_is_tensor(self, key: cst.BaseExpression, ctx: RuleContext) -> bool:
+        if isinstance(key, cst.Lambda):
+            params = key.params.params
+            if len(params) != 1:
+                return False
+            facts = TensorFacts(ctx.imports, ctx.facts.methods)
+            facts.names.update(ctx.facts.names)
+            facts.names[params[0].name.value] = Kind.TENSOR
+            return facts.is_tensor(key.body)
+        full = ctx.resolve(key)
+        return full is not None and full.startswith("torch.") and torch_call_kind(full) is Kind.TENSOR
+
+    def _check(self, node: cst.Call, sequence: cst.BaseExpression, ctx: RuleContext) -> None:
+        call = dotted_code(node)
+        key = next((a.value for a in node.args if a.keyword is not None and a.keyword.value == "key"), None)
+        if key is not None:
+            if self._key_is_tensor(key, ctx):
+                ctx.report(
+                    self,
+                    node,
+                    f"`{call}` orders tensors by a tensor-valued key, compared in Python: Dynamo cannot "
+                    f"trace a sort with non-constant keys ({NON_CONSTANT_SORT})",
+                    gb_codes=(NON_CONSTANT_SORT,),
+                    fix="Compute the keys as one tensor and sort that: `order = torch.stack([key(t) for t in parts]).argsort()`.",
+                )
+            return
+        ctx.report(
+            self,
+            node,
+            f"`{call}` compares tensors in Python to order them: Dynamo cannot trace a sort with "
+            f"non-constant keys ({NON_CONSTANT_SORT})",
+            gb_codes=(NON_CONSTANT_SORT,),
+            fix=f"Stack and sort in torch: `torch.stack({dotted_code(sequence)}).sort()` (values and indices).",
+        )
+
+    def visit_Call(self, node: cst.Call, ctx: RuleContext) -> None:
+        func = node.func
+        if isinstance(func, cst.Name) and func.value == "sorted" and "sorted" not in ctx.imports.aliases:
+            if not node.args or node.args[0].keyword is not None:
+                return
+            sequence = node.args[0].value
+            if self.tensor_sequence(sequence, ctx):
+                self._check(node, sequence, ctx)
+            elif ctx.facts.is_tensor(sequence):
+                shown = dotted_code(sequence)
+                ctx.report(
+                    self,
+                    node,
+                    f"`{dotted_code(node)}` iterates the tensor `{shown}` in Python to sort it: Dynamo cannot "
+                    f"trace that ({BUILTIN_ON_TENSOR})",
+                    gb_codes=(BUILTIN_ON_TENSOR,),
+                    fix=f"Sort in torch: `torch.sort({shown}).values` (or `{shown}.sort()` for values and indices).",
+                )
+        elif (
+            isinstance(func, cst.Attribute)
+            and func.attr.value == "sort"
+            and isinstance(func.value, cst.Name)
+            and func.value.value in self._names(ctx)
+        ):
+            self._check(node, func.value, ctx)
+
+
+RULE = SortedTensors()

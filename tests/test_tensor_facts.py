@@ -69,3 +69,38 @@ def test_names_bound_to_masks_are_masks_until_rebound() -> None:
     assert not facts.is_mask(cst.parse_expression("idx"))
     facts = facts_for("m = x > 0", "m = m.float()")
     assert not facts.is_mask(cst.parse_expression("m"))
+
+
+def facts_of_function(source: str) -> TensorFacts:
+    """Facts after the parameters of `source` (a `def`) and its top-level assignments, in order."""
+    function = cst.parse_statement(source)
+    assert isinstance(function, cst.FunctionDef)
+    facts = facts_for()
+    facts.add_params(function.params)
+    for statement in function.body.body:
+        assign = statement.body[0]  # type: ignore[attr-defined]
+        facts.bind(assign.targets[0].target, facts.kind(assign.value), assign.value)
+    return facts
+
+
+@pytest.mark.parametrize(
+    ("expr", "evident"),
+    [
+        ("width * ratio", False),  # bare un-annotated parameters: often Python numbers
+        ("blocks[:2]", False),
+        ("max(width, ratio)", False),
+        ("scaled", False),  # assigned from bare parameters only
+        ("width.sum()", True),  # a tensor method
+        ("torch.ones(3) * ratio", True),
+        ("hidden", True),  # annotated `Tensor`
+        ("hidden * ratio", True),
+        ("summed", True),  # assigned from a tensor method
+    ],
+)
+def test_tensor_evidence(expr: str, evident: bool) -> None:
+    facts = facts_of_function(
+        "def f(width, ratio, blocks, hidden: torch.Tensor):\n    scaled = width * ratio\n    summed = width.sum()\n"
+    )
+    node = cst.parse_expression(expr)
+    assert facts.kind(node) is Kind.TENSOR
+    assert facts.has_evidence(node) is evident

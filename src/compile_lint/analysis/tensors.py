@@ -94,6 +94,7 @@ class TensorFacts:
         self.methods = methods  # methods of the enclosing class: `self.m(...)` is a helper call
         self.names: dict[str, Kind] = {}
         self.masks: set[str] = set()  # names currently bound to a boolean tensor
+        self.assumed: set[str] = set()  # tensors only because they are un-annotated parameters (see has_evidence)
         self._memo: dict[int, Kind] = {}
 
     def add_params(self, params: cst.Parameters) -> None:
@@ -101,7 +102,9 @@ class TensorFacts:
             name = param.name.value
             if name in ("self", "cls"):
                 continue
-            self.names[name] = self._param_kind(param)
+            self.names[name] = kind = self._param_kind(param)
+            if kind is Kind.TENSOR and param.annotation is None:
+                self.assumed.add(name)
 
     def _param_kind(self, param: cst.Param) -> Kind:
         annotated = is_tensor_annotation(param.annotation)
@@ -128,6 +131,10 @@ class TensorFacts:
                 self.masks.add(target.value)
             else:
                 self.masks.discard(target.value)
+            if kind is Kind.TENSOR and value is not None and not self.has_evidence(value):
+                self.assumed.add(target.value)
+            else:
+                self.assumed.discard(target.value)
         elif isinstance(target, (cst.Tuple, cst.List)):
             element_kind = kind if kind in (Kind.TENSOR, Kind.MODULE) else Kind.UNKNOWN
             for element in target.elements:
@@ -136,6 +143,25 @@ class TensorFacts:
             self.bind(target.value, Kind.UNKNOWN)
 
     def is_tensor(self, node: cst.BaseExpression) -> bool:
+        return self.kind(node) is Kind.TENSOR
+
+    def has_evidence(self, node: cst.BaseExpression) -> bool:
+        """A tensor for a reason beyond un-annotated parameters being taken as tensors: a torch call, a tensor
+        method, a `Tensor` annotation. `int(width * ratio)` on bare parameters has none (they are often numbers)."""
+        if isinstance(node, cst.Name):
+            return self.kind(node) is Kind.TENSOR and node.value not in self.assumed
+        if isinstance(node, (cst.BinaryOperation, cst.BooleanOperation)):
+            return self.has_evidence(node.left) or self.has_evidence(node.right)
+        if isinstance(node, cst.Comparison):
+            return self.has_evidence(node.left) or any(self.has_evidence(t.comparator) for t in node.comparisons)
+        if isinstance(node, cst.UnaryOperation):
+            return self.has_evidence(node.expression)
+        if isinstance(node, (cst.Subscript, cst.Attribute, cst.NamedExpr)):
+            return self.has_evidence(node.value)
+        if isinstance(node, cst.IfExp):
+            return self.has_evidence(node.body) or self.has_evidence(node.orelse)
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in TENSOR_BUILTINS:
+            return any(self.has_evidence(arg.value) for arg in node.args)  # max(a, b) of bare parameters
         return self.kind(node) is Kind.TENSOR
 
     def is_mask(self, node: cst.BaseExpression) -> bool:

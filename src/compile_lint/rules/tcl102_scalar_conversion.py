@@ -22,7 +22,8 @@ def converted_tensor(node: cst.Call, ctx: RuleContext) -> str | None:
         return None
     if len(node.args) != 1 or node.args[0].keyword is not None:
         return None
-    return func.value if ctx.facts.kind(node.args[0].value) is Kind.TENSOR else None
+    value = node.args[0].value
+    return func.value if ctx.facts.kind(value) is Kind.TENSOR and ctx.facts.has_evidence(value) else None
 
 
 class ScalarConversion(Rule):
@@ -38,7 +39,7 @@ class ScalarConversion(Rule):
     what = (
         "Flags `int(t)`, `float(t)` and `bool(t)` on tensors inside compiled regions, including a loop "
         "bound such as `range(int(t))`. Conversions of Python numbers (`int(x.shape[0])`, `float(n)`) "
-        "are fine."
+        "are fine, and so is `int(width * ratio)` on bare un-annotated parameters, which are usually numbers."
     )
     why = (
         "Converting a tensor to a Python number calls `.item()` under the hood, so Dynamo ends the "
@@ -62,6 +63,7 @@ class ScalarConversion(Rule):
     )
     valid = (
         Example("@torch.compile\ndef f(x):\n    return x * int(x.shape[0])\n"),
+        Example("@torch.compile\ndef f(x, width, ratio):\n    return x.view(-1, int(width * ratio))\n"),
         Example("@torch.compile\ndef f(x, scale: float):\n    return x * float(scale)\n"),
         Example("@torch.compile\ndef f(x):\n    return x * float(x.sum())\n", flags=(CAPTURE_SCALAR,)),
         Example("def eager_only(x):\n    return int(x.sum())\n"),

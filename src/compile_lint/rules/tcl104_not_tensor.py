@@ -40,6 +40,7 @@ class NotTensor(Rule):
         Example("@torch.compile\ndef f(x):\n    return ~(x > 0)\n"),
         Example("@torch.compile\ndef f(x, mask=None):\n    z = not mask is None\n    return x, z\n"),
         Example("@torch.compile\ndef f(x):\n    empty = not x.shape[0]\n    return x, empty\n"),
+        Example("@torch.compile\ndef f(x, cache=None):\n    fresh = not cache\n    return x, fresh\n"),
     )
 
     def visit_Assert(self, node: cst.Assert, ctx: RuleContext) -> None:
@@ -50,7 +51,7 @@ class NotTensor(Rule):
     def visit_UnaryOperation(self, node: cst.UnaryOperation, ctx: RuleContext) -> None:
         if not isinstance(node.operator, cst.Not) or id(node) in ctx.reported:
             return  # a `not` in an if/while test is a branch: TCL103 claimed it
-        if ctx.facts.kind(node.expression) is Kind.TENSOR:
+        if ctx.facts.kind(node.expression) is Kind.TENSOR and ctx.facts.has_evidence(node.expression):
             ctx.report(
                 self,
                 node,

@@ -36,7 +36,8 @@ class NumpyOnTensor(Rule):
     )
     what = (
         "Flags calls of numpy functions (`np.sum(t)`, `np.sin(t)`, `np.argmax(t)`, ...) whose first "
-        "argument is a tensor, inside compiled regions. Calls on an explicit conversion "
+        "argument is a tensor, inside compiled regions. A bare un-annotated parameter is not enough "
+        "evidence (it is often a number or an array): the argument must come from torch or be annotated. Calls on an explicit conversion "
         "(`np.sin(t.numpy())`) and conversions themselves (`np.asarray(t)`) are fine."
     )
     why = (
@@ -47,12 +48,12 @@ class NumpyOnTensor(Rule):
         "TypeError. Code that works compiled can fail or change type when compilation is turned off "
         "(or falls back to eager after a break), and the other way round."
     )
-    example = "import numpy as np\n\n@torch.compile\ndef f(x):\n    total = np.sum(x)\n    return x / total\n"
+    example = "import numpy as np\n\n@torch.compile\ndef f(x: torch.Tensor):\n    total = np.sum(x)\n    return x / total\n"
     fixed_example = (
-        "import numpy as np\n\n@torch.compile\ndef f(x):\n    total = x.sum()\n    return x / total\n"
+        "import numpy as np\n\n@torch.compile\ndef f(x: torch.Tensor):\n    total = x.sum()\n    return x / total\n"
     )
     invalid = (
-        Example("import numpy as np\n\n@torch.compile\ndef f(x):\n    return np.sum(x)\n"),
+        Example("import numpy as np\n\n@torch.compile\ndef f(x: torch.Tensor):\n    return np.sum(x)\n"),
         Example(
             "import numpy\n\nclass M(nn.Module):\n    def forward(self, x):\n"
             "        return numpy.sin(x.cos())\n"
@@ -63,15 +64,19 @@ class NumpyOnTensor(Rule):
         Example("import numpy as np\n\n@torch.compile\ndef f(x):\n    return np.asarray(x)\n"),
         Example("import numpy as np\n\ndef eager_only(x):\n    return np.sum(x)\n"),
         Example("import numpy as np\n\n@torch.compile\ndef f(x):\n    return x * np.sqrt(x.shape[0])\n"),
+        Example("import numpy as np\n\n@torch.compile\ndef f(x, seed):\n    np.random.seed(seed)\n    return x\n"),
+        Example("import numpy as np\n\n@torch.compile\ndef f(x, blocks):\n    return x * np.sum(blocks[:2])\n"),
     )
 
     def visit_Call(self, node: cst.Call, ctx: RuleContext) -> None:
         full = ctx.resolve(node.func)
-        if full is None or not full.startswith("numpy.") or not node.args or node.args[0].keyword:
+        if full is None or not full.startswith("numpy.") or full.startswith("numpy.random."):
+            return  # np.random.* takes seeds and sizes, not data
+        if not node.args or node.args[0].keyword:
             return
         function = full.rsplit(".", 1)[-1]
         argument = node.args[0].value
-        if function in SAME_RESULT or ctx.facts.kind(argument) is not Kind.TENSOR:
+        if function in SAME_RESULT or ctx.facts.kind(argument) is not Kind.TENSOR or not ctx.facts.has_evidence(argument):
             return
         shown, call, receiver = short_code(argument), short_code(node.func), receiver_code(argument)
         rest = ", ".join(_argument_code(arg) for arg in node.args[1:])

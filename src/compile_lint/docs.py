@@ -32,22 +32,34 @@ def _pages(rule: Rule) -> str:
     return "\n".join(f"- {code}: {gb_page(code)}" for code in rule.gb_codes) or "- none (no graph break)"
 
 
+AUTOMATIC_FIX = {
+    "safe": "`compile-lint --fix` applies it",
+    "unsafe": "`compile-lint --unsafe-fixes` applies it (it changes evaluation: review the diff)",
+    "no": "none; fix it by hand",
+}
+
+
+def _why_heading(rule: Rule) -> str:
+    return "Why it breaks the graph" if rule.gb_codes else "Why it matters"
+
+
 def rule_text(rule: Rule) -> str:
     """Plain-text docs, for viewers that do not render Markdown (SARIF `help.text`)."""
     return (
         f"{rule.code} {rule.name}: {rule.summary}.\n\n{full_description(rule)}\n\n"
-        f"Fix: {rule.fix}\n\nOfficial graph-break pages:\n{_pages(rule)}\n"
+        f"Fix: {rule.fix}\nAutomatic fix: {AUTOMATIC_FIX[fixability(rule.code)]}.\n\n"
+        f"Official graph-break pages:\n{_pages(rule)}\n"
     )
 
 
 def rule_markdown(rule: Rule) -> str:
-    pages = _pages(rule)
     return (
         f"# {rule.code} {rule.name}\n\n{rule.summary}.\n\n"
-        f"## What it does\n{rule.what}\n\n## Why it breaks the graph\n{rule.why}\n\n"
+        f"## What it does\n{rule.what}\n\n## {_why_heading(rule)}\n{rule.why}\n\n"
         f"## Example\n```python\n{rule.example}```\n\n"
         f"## Fix\n{rule.fix}\n\n```python\n{rule.fixed_example}```\n\n"
-        f"## Official graph-break pages\n{pages}\n"
+        f"Automatic fix: {AUTOMATIC_FIX[fixability(rule.code)]}.\n\n"
+        f"## Official graph-break pages\n{_pages(rule)}\n"
     )
 
 

@@ -15,6 +15,20 @@ SPLITTERS = frozenset({"unbind", "split", "chunk", "tensor_split", "hsplit", "vs
 SEQUENCE_BUILTINS = frozenset({"list", "tuple"})
 
 
+def stackable(sequence: cst.BaseExpression) -> str:
+    """Source for `sequence` as an argument of `torch.stack` (which takes no generator)."""
+    if isinstance(sequence, cst.GeneratorExp):
+        return dotted_code(cst.ListComp(elt=sequence.elt, for_in=sequence.for_in))
+    return dotted_code(sequence)
+
+
+def key_list(key: cst.BaseExpression, sequence: cst.BaseExpression) -> str:
+    """Source of a list comprehension computing every key: `[t.abs() for t in parts]`."""
+    if isinstance(key, cst.Lambda):
+        return f"[{dotted_code(key.body)} for {key.params.params[0].name.value} in {stackable(sequence)}]"
+    return f"[{dotted_code(key)}(t) for t in {stackable(sequence)}]"
+
+
 class SortedTensors(Rule):
     code = "TCL305"
     name = "sorted-tensors"
@@ -122,16 +136,21 @@ class SortedTensors(Rule):
                     f"`{call}` orders tensors by a tensor-valued key, compared in Python: Dynamo cannot "
                     f"trace a sort with non-constant keys ({NON_CONSTANT_SORT})",
                     gb_codes=(NON_CONSTANT_SORT,),
-                    fix="Compute the keys as one tensor and sort that: `order = torch.stack([key(t) for t in parts]).argsort()`.",
+                    fix=f"Sort in torch: `order = torch.stack({key_list(key, sequence)}).argsort()`, then "
+                    f"`torch.stack({stackable(sequence)})[order]`.",
                 )
             return
+        descending = any(
+            a.keyword is not None and a.keyword.value == "reverse" and dotted_code(a.value) == "True" for a in node.args
+        )
         ctx.report(
             self,
             node,
             f"`{call}` compares tensors in Python to order them: Dynamo cannot trace a sort with "
             f"non-constant keys ({NON_CONSTANT_SORT})",
             gb_codes=(NON_CONSTANT_SORT,),
-            fix=f"Stack and sort in torch: `torch.stack({dotted_code(sequence)}).sort()` (values and indices).",
+            fix=f"Stack and sort in torch: `torch.stack({stackable(sequence)}).sort({'descending=True' if descending else ''})` "
+            "(values and indices).",
         )
 
     def visit_Call(self, node: cst.Call, ctx: RuleContext) -> None:

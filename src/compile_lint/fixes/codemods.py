@@ -205,6 +205,8 @@ def where_for_if(site: Site) -> Edit | None:
     if_node = site.parent(site.node)
     if not isinstance(if_node, cst.If) or if_node.test is not site.node or not _only_header_comment(if_node):
         return None
+    if not isinstance(site.parent(if_node), (cst.IndentedBlock, cst.Module)):
+        return None  # an `elif`: its parent is the `if` before it
     cond = bool_condition(if_node.test, site.facts)
     if cond is None:
         return None

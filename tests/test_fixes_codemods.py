@@ -1,0 +1,139 @@
+"""What each codemod rewrites, and what it must leave alone (comments, elif chains, Python values)."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from compile_lint.engine import lint_source
+from compile_lint.fixes import FIXABLE, fixability
+from compile_lint.fixes.apply import fix_text
+from compile_lint.fixes.codemods import CODEMODS
+from compile_lint.rules import rule_by_code
+
+
+def fixed(source: str, allowed: tuple[str, ...] = ("safe", "unsafe")) -> str:
+    text = textwrap.dedent(source)
+    return fix_text(text, lint_source(text, "m.py"), set(allowed)).text  # type: ignore[arg-type]
+
+
+def body(text: str) -> str:
+    """The text after the `import torch` header every example starts with."""
+    return text.split("import torch\n", 1)[1]
+
+
+def test_fixable_table_matches_the_codemods() -> None:
+    assert set(FIXABLE) == set(CODEMODS)
+    assert all(rule_by_code(code) is not None for code in FIXABLE)
+    assert fixability("TCL101") == "safe" and fixability("TCL103") == "unsafe" and fixability("TCL999") == "no"
+
+
+def test_if_else_assignment_becomes_where() -> None:
+    out = fixed(
+        """\
+        import torch
+        @torch.compile
+        def f(x):
+            # pick a side
+            if x.sum() > 0:  # noqa: E501
+                y = x + 1
+            else:
+                y = x - 1
+            return y
+        """
+    )
+    assert body(out) == (
+        "@torch.compile\ndef f(x):\n    # pick a side\n"
+        "    y = torch.where(x.sum() > 0, x + 1, x - 1)  # noqa: E501\n    return y\n"
+    )
+
+
+def test_if_without_else_keeps_the_old_value() -> None:
+    out = fixed("import torch\n@torch.compile\ndef f(x):\n    if x.mean() > 0:\n        x = x * 2\n    return x\n")
+    assert "    x = torch.where(x.mean() > 0, x * 2, x)\n" in out
+
+
+def test_non_bool_condition_gets_bool_and_not_becomes_logical_not() -> None:
+    out = fixed("import torch\n@torch.compile\ndef f(x):\n    if not x.sum():\n        return x\n    return -x\n")
+    assert "    return torch.where(torch.logical_not(x.sum().bool()), x, -x)\n" in out
+
+
+@pytest.mark.parametrize(
+    "function",
+    [
+        # a comment inside a branch would be lost
+        "def f(x):\n    if x.sum() > 0:\n        # why\n        y = x\n    else:\n        y = -x\n    return y\n",
+        # elif chain
+        "def f(x):\n    if x.sum() > 0:\n        y = x\n    elif x.sum() < -1:\n        y = -x\n    else:\n        y = x * 0\n    return y\n",
+        # branches assign Python numbers, not tensors
+        "def f(x):\n    if x.sum() > 0:\n        y = 1\n    else:\n        y = 2\n    return x * y\n",
+        # different names on each side
+        "def f(x):\n    if x.sum() > 0:\n        y = x\n    else:\n        z = x\n    return x\n",
+        # a Python value in the condition: torch.logical_and cannot take it
+        "def f(x, training: bool):\n    if x.sum() > 0 and training:\n        x = x + 1\n    return x\n",
+        # the condition reads a name the branch assigns, with more than one assignment
+        "def f(x):\n    if x.sum() > 0:\n        x = x + 1\n        y = x * 2\n    else:\n        x = x - 1\n        y = x\n    return x + y\n",
+        # not all paths return
+        "def f(x):\n    if x.sum() > 0:\n        return x\n    x = x + 1\n    return x\n",
+    ],
+)
+def test_patterns_that_are_not_mechanical_are_left_alone(function: str) -> None:
+    source = "import torch\n\n@torch.compile\n" + function
+    assert any(f.code == "TCL103" for f in lint_source(source, "m.py")), "the example must be a finding"
+    assert fixed(source) == source
+
+
+def test_prints_next_to_each_other_share_one_guard() -> None:
+    out = fixed(
+        "import torch\n@torch.compile\ndef f(x):\n    print(1)\n\n    print(2)\n    y = x + 1\n    print(3)\n    return y\n"
+    )
+    assert body(out) == (
+        "@torch.compile\ndef f(x):\n    if not torch.compiler.is_compiling():\n        print(1)\n\n        print(2)\n"
+        "    y = x + 1\n    if not torch.compiler.is_compiling():\n        print(3)\n    return y\n"
+    )
+
+
+def test_print_that_is_not_a_statement_of_its_own_is_left_alone() -> None:
+    source = "import torch\n@torch.compile\ndef f(x, flag: bool):\n    if flag: print(x)\n    y = x; print(y)\n    return x\n"
+    assert fixed(source) == source
+
+
+def test_item_detach_is_safe_only_on_the_same_tensor() -> None:
+    source = (
+        "import torch\n@torch.compile\ndef f(x, w):\n    a = x / x.abs().max().item()\n    return a * w.sum().item()\n"
+    )
+    safe_only = fixed(source, ("safe",))
+    assert "a = x / x.abs().max().detach()\n" in safe_only and "w.sum().item()" in safe_only
+    assert "return a * w.sum().detach()\n" in fixed(source)
+
+
+def test_item_outside_arithmetic_is_left_alone() -> None:
+    source = "import torch\n@torch.compile\ndef f(x):\n    s = x.sum().item()\n    return x + s\n"
+    assert fixed(source) == source
+
+
+def test_torch_import_goes_after_docstring_and_future_imports() -> None:
+    source = '"""Doc."""\nfrom __future__ import annotations\n\n# models\nfrom torch import nn\n\n\nclass M(nn.Module):\n    def forward(self, x):\n        print(x)\n        return x\n'
+    out = fixed(source)
+    assert out.startswith(
+        '"""Doc."""\nfrom __future__ import annotations\n\n# models\nimport torch\nfrom torch import nn\n'
+    )
+
+
+def test_a_module_where_torch_is_something_else_gets_no_torch_fixes() -> None:
+    source = "from mylib import torch\nfrom torch import nn\n\n\nclass M(nn.Module):\n    def forward(self, x):\n        print(x)\n        return x / x.abs().max().item()\n"
+    out = fixed(source)
+    assert "print(x)\n" in out and "is_compiling" not in out
+    assert "x.abs().max().detach()" in out  # needs no `torch` name
+
+
+def test_code_outside_the_finding_is_byte_identical() -> None:
+    source = (
+        "import torch\n\nVALUE = {  'odd' :1 }   # spacing kept\n\n\n@torch.compile\ndef f(x):\n"
+        "    a  =  x*2    # so is this\n    if x.sum() > 0:\n        y = x\n    else:\n        y = -x\n"
+        "    return  y+a\n"
+    )
+    out = fixed(source)
+    before, _, after = source.partition("    if x.sum() > 0:\n        y = x\n    else:\n        y = -x\n")
+    assert out == before + "    y = torch.where(x.sum() > 0, x, -x)\n" + after

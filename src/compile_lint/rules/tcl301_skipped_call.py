@@ -43,6 +43,11 @@ RANDOM_REPLACEMENTS = {
     "choices": "torch.multinomial(weights, k, replacement=True)",
     "getrandbits": "torch.randint(2**k, ())",
 }
+SLEEP = Skipped(
+    SKIPPED,
+    "is a C function of the `time` module, which Dynamo skips",
+    "Sleep outside the compiled function, before or after calling it.",
+)
 RANDOM_SEED = Skipped(
     SKIPPED,
     "reseeds Python's global RNG, which Dynamo skips",
@@ -93,6 +98,7 @@ CALLS: dict[str, Skipped] = {
     "inspect.stack": FRAME,
     "sys._getframe": FRAME,
     "pdb.set_trace": DEBUGGER,
+    "time.sleep": SLEEP,
     "random.seed": RANDOM_SEED,
     "torch.manual_seed": TORCH_SEED,
     "torch.random.manual_seed": TORCH_SEED,

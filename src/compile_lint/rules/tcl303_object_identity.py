@@ -60,8 +60,9 @@ class ObjectIdentity(Rule):
         ctx.report(
             self,
             node,
-            f"`{dotted_code(node)}` reads a tensor's identity: using the value makes Dynamo skip the whole "
-            "frame, which then runs eagerly with no graph (on an input tensor: a recompile for every new tensor)",
+            f"`{dotted_code(node)}` reads a tensor's identity, for which Dynamo has only a stand-in: once the "
+            "value is used, Dynamo skips the whole frame and it runs eagerly with no graph (`id()` of an input "
+            "tensor instead recompiles for every new tensor)",
         )
 
 

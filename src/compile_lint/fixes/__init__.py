@@ -11,6 +11,7 @@ Fixability = Literal["safe", "unsafe", "no"]
 FIXABLE: dict[str, Fixability] = {
     "TCL101": "safe",  # `x / x.abs().max().item()` -> `.detach()`; other operands: unsafe
     "TCL103": "unsafe",  # torch.where computes both branches
+    "TCL104": "unsafe",  # `not t` -> torch.logical_not(t): a bool tensor instead of a Python bool
     "TCL201": "unsafe",  # the guarded print no longer runs under compile
     "TCL204": "unsafe",  # likewise for logging calls
 }

@@ -295,6 +295,19 @@ def where_for_ternary(site: Site) -> Edit | None:
     return Edit(site.finding, "unsafe", title, [(ternary, call)])
 
 
+# -- TCL104: `not t` as a value -> torch.logical_not ---------------------------------------------
+def logical_not(site: Site) -> Edit | None:
+    """`not t` -> `torch.logical_not(t)`: no more whole-frame skip. Unsafe: the value is now a bool
+    tensor, not a Python bool (arithmetic with it gives the same numbers; `is True` checks do not)."""
+    node = site.node
+    if not (isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not)) or comments_in(node):
+        return None
+    if site.facts.kind(node.expression) is not Kind.TENSOR:
+        return None
+    call = _call(_attr("torch", "logical_not"), node.expression).with_changes(lpar=node.lpar, rpar=node.rpar)
+    return Edit(site.finding, "unsafe", "`not` -> torch.logical_not (the value stays a bool tensor)", [(node, call)])
+
+
 # -- TCL201/TCL204: print and logging -> skipped while compiling ---------------------------------
 def guard_call(site: Site) -> Edit | None:
     """`print(...)` / `logger.info(...)` as a statement -> `if not torch.compiler.is_compiling():`
@@ -355,6 +368,7 @@ def detach_item(site: Site) -> Edit | None:
 CODEMODS: dict[str, tuple[Codemod, ...]] = {
     "TCL101": (detach_item,),
     "TCL103": (where_for_if, where_for_ternary),
+    "TCL104": (logical_not,),
     "TCL201": (guard_call,),
     "TCL204": (guard_call,),
 }

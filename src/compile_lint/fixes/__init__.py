@@ -14,6 +14,7 @@ FIXABLE: dict[str, Fixability] = {
     "TCL104": "unsafe",  # `not t` -> torch.logical_not(t): a bool tensor instead of a Python bool
     "TCL201": "unsafe",  # the guarded print no longer runs under compile
     "TCL204": "unsafe",  # likewise for logging calls
+    "TCL205": "unsafe",  # and for warnings.warn
 }
 
 

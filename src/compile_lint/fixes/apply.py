@@ -171,17 +171,25 @@ def _future_and_docstring(body: Iterable[cst.BaseStatement]) -> int:
 
 
 def with_torch_import(module: cst.Module) -> cst.Module:
-    """Add `import torch` after the docstring and __future__ imports; the blank lines and comments
-    that stood above the next statement move above the import."""
+    """Add `import torch` after the docstring and __future__ imports: at the head of the import
+    block if one follows (taking over the blank lines and comments above it), else on its own."""
     body = list(module.body)
     at = _future_and_docstring(body)
     following = body[at] if at < len(body) else None
-    leading = following.leading_lines if following is not None else ()
-    statement = cst.SimpleStatementLine([cst.Import([cst.ImportAlias(cst.Name("torch"))])], leading_lines=leading)
-    if following is not None:
+    statement = cst.SimpleStatementLine([cst.Import([cst.ImportAlias(cst.Name("torch"))])])
+    if following is not None and _is_import(following):
+        statement = statement.with_changes(leading_lines=following.leading_lines)
         body[at] = following.with_changes(leading_lines=())
+    elif at > 0:
+        statement = statement.with_changes(leading_lines=[cst.EmptyLine()])
     body.insert(at, statement)
     return module.with_changes(body=body)
+
+
+def _is_import(statement: cst.BaseStatement) -> bool:
+    return isinstance(statement, cst.SimpleStatementLine) and isinstance(
+        statement.body[0], (cst.Import, cst.ImportFrom)
+    )
 
 
 def top_level_imports(module: cst.Module) -> ImportMap:

@@ -308,7 +308,7 @@ def logical_not(site: Site) -> Edit | None:
     return Edit(site.finding, "unsafe", "`not` -> torch.logical_not (the value stays a bool tensor)", [(node, call)])
 
 
-# -- TCL201/TCL204: print and logging -> skipped while compiling ---------------------------------
+# -- TCL201/TCL204/TCL205: print, logging and warnings -> skipped while compiling ---------------------------------
 def guard_call(site: Site) -> Edit | None:
     """`print(...)` / `logger.info(...)` as a statement -> `if not torch.compiler.is_compiling():`
     around it. Unsafe: the call no longer runs under torch.compile."""
@@ -371,4 +371,5 @@ CODEMODS: dict[str, tuple[Codemod, ...]] = {
     "TCL104": (logical_not,),
     "TCL201": (guard_call,),
     "TCL204": (guard_call,),
+    "TCL205": (guard_call,),
 }

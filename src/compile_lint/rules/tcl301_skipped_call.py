@@ -32,17 +32,6 @@ TIME = Skipped(
     "Read the clock outside the compiled function (time the call to it, not its body) and pass any "
     "value you need in as an argument.",
 )
-# torch draws Dynamo traces into the graph, for the `random` functions that have one.
-RANDOM_REPLACEMENTS = {
-    "random": "torch.rand(())",
-    "gauss": "torch.randn(()) * sigma + mu",
-    "normalvariate": "torch.randn(()) * sigma + mu",
-    "expovariate": "torch.empty(()).exponential_(lambd)",
-    "shuffle": "items[torch.randperm(len(items))] on a tensor",
-    "sample": "torch.randperm(n)[:k]",
-    "choices": "torch.multinomial(weights, k, replacement=True)",
-    "getrandbits": "torch.randint(2**k, ())",
-}
 SLEEP = Skipped(
     SKIPPED,
     "is a C function of the `time` module, which Dynamo skips",
@@ -84,6 +73,17 @@ TORCH_INITIAL_SEED = Skipped(
     "Read the seed outside the compiled function and pass it in.",
 )
 
+# torch draws Dynamo traces into the graph, for the `random` functions that have one.
+RANDOM_REPLACEMENTS = {
+    "random": "torch.rand(())",
+    "gauss": "torch.randn(()) * sigma + mu",
+    "normalvariate": "torch.randn(()) * sigma + mu",
+    "expovariate": "torch.empty(()).exponential_(lambd)",
+    "shuffle": "t[torch.randperm(len(t))]",
+    "sample": "torch.randperm(n)[:k]",
+    "choices": "torch.multinomial(weights, k, replacement=True)",
+    "getrandbits": "torch.randint(2**k, ())",
+}
 # Resolved dotted name -> behaviour, all measured with torch 2.13 (see fixtures/skipped_calls.py).
 CALLS: dict[str, Skipped] = {
     "datetime.datetime.now": CLOCK,
@@ -114,7 +114,7 @@ NUMPY_RANDOM_TRACED = frozenset(
     {"seed", "shuffle", "random_sample", "sample", "random", "rand", "randn", "normal", "randint", "uniform", "choice"}
 )
 # Where each traced function takes its output shape; without one it returns a Python scalar,
-# which Dynamo cannot produce (GB0033). `rand`/`randn` take the shape as *args; `choice` always breaks.
+# which Dynamo cannot produce (GB0033). `rand`/`randn` take the shape as *args.
 NUMPY_SIZE_POSITION = {"random_sample": 0, "sample": 0, "random": 0, "normal": 2, "randint": 2, "uniform": 2}
 NUMPY_SILENT = frozenset({"seed", "shuffle"})
 NUMPY_SCALAR = Skipped(
@@ -122,6 +122,11 @@ NUMPY_SCALAR = Skipped(
     "without a size returns a Python scalar drawn at run time, which Dynamo cannot trace",
     "Draw a tensor instead: `torch.rand(())` / `torch.randn(())` / `torch.randint(low, high, ())`, or "
     "pass a size (`np.random.rand(1)`) so Dynamo traces the draw.",
+)
+NUMPY_CHOICE = Skipped(
+    DATA_DEPENDENT,
+    "is a data-dependent draw Dynamo cannot trace, with or without a size",
+    "Draw indices with torch: `torch.randint(n, (k,))`, or `torch.multinomial(p, k)` for weighted choices.",
 )
 NUMPY_UNSUPPORTED = Skipped(
     UNSUPPORTED_NUMPY,
@@ -137,6 +142,8 @@ def numpy_random(function: str, node: cst.Call) -> Skipped | None:
         return None
     if function not in NUMPY_RANDOM_TRACED:
         return NUMPY_UNSUPPORTED
+    if function == "choice":
+        return NUMPY_CHOICE
     if function in ("rand", "randn"):
         sized = any(arg.keyword is None for arg in node.args)
     else:
@@ -191,7 +198,7 @@ class SkippedCall(Rule):
         "`re`, `os.environ`, `math` on constants, `itertools` and `inspect.signature` trace fine and are not flagged."
     )
     why = (
-        "Dynamo cannot put these calls into a graph: C functions of `time` and `random`, frame access, "
+        "Dynamo cannot put these calls into a graph: `time` functions, Python's global RNG, frame access, "
         "the debugger and the RNG-state functions are on its skip list (GB0007); `datetime.now` and json "
         "reach methods it does not support (GB0156); a scalar `np.random` draw is data-dependent "
         "(GB0033) and other np.random functions are not in torch._numpy (GB0294); `torch.initial_seed` "

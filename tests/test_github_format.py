@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from compile_lint.finding import Finding
+from compile_lint.finding import Finding, Severity
 from compile_lint.reporters import github
 from fixture_support import ROOT
 
@@ -54,8 +54,8 @@ def test_seed_fixture_annotation() -> None:
 
 
 @pytest.mark.parametrize(("severity", "command"), [("error", "error"), ("warning", "warning"), ("info", "notice")])
-def test_severity_picks_the_command(severity: str, command: str) -> None:
-    finding = Finding("m.py", 1, 1, 1, 2, "TCL101", "m", severity=severity)  # type: ignore[arg-type]
+def test_severity_picks_the_command(severity: Severity, command: str) -> None:
+    finding = Finding("m.py", 1, 1, 1, 2, "TCL101", "m", severity=severity)
     assert parse(github.render([finding]))[0] == command
 
 

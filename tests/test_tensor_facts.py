@@ -1,4 +1,4 @@
-"""Boolean-mask inference in `TensorFacts` (what makes `x[mask]` a dynamic-shape read)."""
+"""`TensorFacts`: boolean masks (what makes `x[mask]` a dynamic-shape read) and evidence that a value is a tensor."""
 
 from __future__ import annotations
 
@@ -8,15 +8,28 @@ import pytest
 from compile_lint.analysis.names import ImportMap
 from compile_lint.analysis.tensors import Kind, TensorFacts
 
+# Facts memoize kinds by node id: every parsed tree stays alive so that no freed node's id is reused.
+PARSED: list[cst.CSTNode] = []
+
+
+def parse_expression(source: str) -> cst.BaseExpression:
+    PARSED.append(node := cst.parse_expression(source))
+    return node
+
+
+def parse_statement(source: str) -> cst.BaseStatement:
+    PARSED.append(node := cst.parse_statement(source))
+    return node
+
 
 def facts_for(*statements: str) -> TensorFacts:
     """Facts after `import torch`, with `x` and `y` tensors, `n` an int, then `statements` bound in order."""
     imports = ImportMap()
-    imports.add(cst.parse_statement("import torch").body[0])  # type: ignore[attr-defined]
+    imports.add(parse_statement("import torch").body[0])  # type: ignore[attr-defined]
     facts = TensorFacts(imports)
     facts.names.update(x=Kind.TENSOR, y=Kind.TENSOR, n=Kind.OTHER)
     for statement in statements:
-        assign = cst.parse_statement(statement).body[0]  # type: ignore[attr-defined]
+        assign = parse_statement(statement).body[0]  # type: ignore[attr-defined]
         assert isinstance(assign, cst.Assign)
         value = assign.value
         facts.bind(assign.targets[0].target, facts.kind(value), value)
@@ -42,7 +55,7 @@ def facts_for(*statements: str) -> TensorFacts:
     ],
 )
 def test_boolean_tensor_expressions_are_masks(expr: str) -> None:
-    assert facts_for().is_mask(cst.parse_expression(expr))
+    assert facts_for().is_mask(parse_expression(expr))
 
 
 @pytest.mark.parametrize(
@@ -59,21 +72,21 @@ def test_boolean_tensor_expressions_are_masks(expr: str) -> None:
     ],
 )
 def test_other_expressions_are_not_masks(expr: str) -> None:
-    assert not facts_for().is_mask(cst.parse_expression(expr))
+    assert not facts_for().is_mask(parse_expression(expr))
 
 
 def test_names_bound_to_masks_are_masks_until_rebound() -> None:
     facts = facts_for("m = x > 0", "keep = ~m", "idx = torch.nonzero(x)")
-    assert facts.is_mask(cst.parse_expression("m"))
-    assert facts.is_mask(cst.parse_expression("keep"))
-    assert not facts.is_mask(cst.parse_expression("idx"))
+    assert facts.is_mask(parse_expression("m"))
+    assert facts.is_mask(parse_expression("keep"))
+    assert not facts.is_mask(parse_expression("idx"))
     facts = facts_for("m = x > 0", "m = m.float()")
-    assert not facts.is_mask(cst.parse_expression("m"))
+    assert not facts.is_mask(parse_expression("m"))
 
 
 def facts_of_function(source: str) -> TensorFacts:
     """Facts after the parameters of `source` (a `def`) and its top-level assignments, in order."""
-    function = cst.parse_statement(source)
+    function = parse_statement(source)
     assert isinstance(function, cst.FunctionDef)
     facts = facts_for()
     facts.add_params(function.params)
@@ -101,6 +114,13 @@ def test_tensor_evidence(expr: str, evident: bool) -> None:
     facts = facts_of_function(
         "def f(width, ratio, blocks, hidden: torch.Tensor):\n    scaled = width * ratio\n    summed = width.sum()\n"
     )
-    node = cst.parse_expression(expr)
+    node = parse_expression(expr)
     assert facts.kind(node) is Kind.TENSOR
     assert facts.has_evidence(node) is evident
+
+
+def test_getter_methods_return_python_values() -> None:
+    """`cache.get_seq_length()` on an input taken as a tensor is a Python int, like `torch.get_default_dtype()`."""
+    facts = facts_for()
+    assert facts.kind(parse_expression("x.get_seq_length() + 1")) is Kind.OTHER
+    assert facts.kind(parse_expression("x.sum() + 1")) is Kind.TENSOR

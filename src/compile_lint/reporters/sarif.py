@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from compile_lint import __version__
 from compile_lint.docs import full_description, help_uri, rule_markdown, rule_text
@@ -45,10 +46,10 @@ def rule_descriptor(rule: Rule) -> dict[str, Any]:
 
 
 def artifact_location(path: str) -> dict[str, str]:
-    """Relative paths stay relative to the folder compile-lint ran in (`%SRCROOT%`)."""
+    """A URI reference: relative paths stay relative to the folder compile-lint ran in (`%SRCROOT%`)."""
     if Path(path).is_absolute():
         return {"uri": Path(path).as_uri()}
-    return {"uri": Path(path).as_posix(), "uriBaseId": SOURCE_ROOT}
+    return {"uri": quote(Path(path).as_posix()), "uriBaseId": SOURCE_ROOT}
 
 
 def result(finding: Finding, index: dict[str, int]) -> dict[str, Any]:

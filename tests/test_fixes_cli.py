@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -43,7 +44,7 @@ def test_fix_applies_only_safe_fixes(tmp_path: Path) -> None:
     assert "    if x.sum() > 0:\n" in text and '    print("step done")\n' in text
     assert not any(line in text for line in UNSAFE_LINES)
     assert done.returncode == 1, done.stdout  # the unsafe ones are still findings
-    assert "Fixed 1 finding in 1 file (2 more fixes with --unsafe-fixes)" in done.stdout
+    assert "Fixed 1 finding (2 more fixes with --unsafe-fixes)." in done.stdout
     assert "Found 2 findings in 1 file (TCL103 x1, TCL201 x1)." in done.stdout
 
 
@@ -51,12 +52,12 @@ def test_unsafe_fixes_apply_the_rest_and_a_second_run_changes_nothing(tmp_path: 
     path = write(tmp_path, SOURCE)
     done = run("--unsafe-fixes", path.name, cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "Fixed 3 findings in 1 file." in done.stdout and "All clear" in done.stdout
+    assert "Fixed 3 findings." in done.stdout and "All clear" in done.stdout
     text = path.read_text()
     assert SAFE_LINE in text and all(line in text for line in UNSAFE_LINES)
     after_first = path.read_bytes()
     again = run("--unsafe-fixes", path.name, cwd=tmp_path)
-    assert again.returncode == 0 and "Fixed 0 findings in 0 files." in again.stdout
+    assert again.returncode == 0 and "Fixed 0 findings." in again.stdout
     assert path.read_bytes() == after_first
 
 
@@ -127,7 +128,7 @@ def test_file_changed_since_read_is_skipped(tmp_path: Path) -> None:
     path = write(tmp_path, SOURCE)
     command = [sys.executable, "-c", CONCURRENT_EDIT, path.name]
     done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)
-    assert "skipped model.py: it changed since it was read" in done.stdout, done.stdout + done.stderr
+    assert "compile-lint: skipped model.py: it changed since it was read" in done.stdout, done.stdout + done.stderr
     assert done.returncode == 1
     assert path.read_text() == SOURCE + "# edited by someone else meanwhile\n"
     assert os.listdir(tmp_path) == ["model.py"], "a temporary file was left behind"
@@ -149,3 +150,11 @@ def test_unparsable_file_is_left_alone(tmp_path: Path) -> None:
     assert done.returncode == 1 and "TCL000" in done.stdout
     assert broken.read_text() == "def f(:\n"
     assert SAFE_LINE in fine.read_text()
+
+
+def test_json_output_stays_parseable_while_fixing(tmp_path: Path) -> None:
+    path = write(tmp_path, SOURCE)
+    done = run("--fix", "--format", "json", path.name, cwd=tmp_path)
+    remaining = json.loads(done.stdout)["findings"]
+    assert sorted(f["code"] for f in remaining) == ["TCL103", "TCL201"]
+    assert "fixed model.py:6 TCL101" in done.stderr

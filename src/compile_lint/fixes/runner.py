@@ -163,6 +163,25 @@ def _count(n: int, word: str, plural: str = "s") -> str:
     return f"{n} {word}{plural * (n != 1)}"
 
 
+def _write_all(plan: Plan, log: Console) -> int:
+    """Write every fixed file; returns how many findings were fixed on disk."""
+    fixed = 0
+    for file in plan.files:
+        path = file.source.path
+        try:
+            written = write_fixed(file)
+        except OSError as error:
+            plan.errors.append(f"{path}: cannot write: {error.strerror or error}")
+            continue
+        if not written:
+            plan.errors.append(f"skipped {path}: it changed since it was read; run again")
+            continue
+        fixed += len(file.applied)
+        for edit in file.applied:
+            log.print(Text(f"fixed {path}:{edit.finding.line} {edit.finding.code}: {edit.title}"), soft_wrap=True)
+    return fixed
+
+
 def run(args: argparse.Namespace, config: Config, console: Console) -> int:
     """The CLI branch for --fix / --unsafe-fixes / --diff; returns the exit code."""
     from compile_lint.cli import EXIT_CLEAN, EXIT_FINDINGS, report
@@ -170,33 +189,22 @@ def run(args: argparse.Namespace, config: Config, console: Console) -> int:
     allowed: set[Safety] = {"safe", "unsafe"} if args.unsafe_fixes else {"safe"}
     log = console if args.format == "text" and not args.diff else Console(stderr=True)
     plan = plan_fixes(args.paths, config, allowed)
-    for error in plan.errors:
-        log.print(Text(f"compile-lint: {error}", style="red"), soft_wrap=True)
-    fixes = sum(len(f.applied) for f in plan.files)
     hint = f" ({_count(plan.withheld, 'more fix', 'es')} with --unsafe-fixes)" if plan.withheld else ""
     if args.diff:
         for file in plan.files:
             sys.stdout.write(file.diff())
-        log.print(
-            f"Would fix {_count(fixes, 'finding')} in {_count(len(plan.files), 'file')}{hint}.",
-            highlight=False,
-        )
-        return EXIT_FINDINGS if plan.files else EXIT_CLEAN
-    skipped = []
-    for file in plan.files:
-        if not write_fixed(file):
-            skipped.append(file)
-            continue
-        for edit in file.applied:
-            log.print(
-                Text(f"fixed {file.source.path}:{edit.finding.line} {edit.finding.code}: {edit.title}"),
-                soft_wrap=True,
-            )
-    for file in skipped:
-        log.print(Text(f"skipped {file.source.path}: it changed since it was read; run again", style="yellow"))
-    written = len(plan.files) - len(skipped)
-    fixed = sum(len(f.applied) for f in plan.files if f not in skipped)
-    log.print(f"Fixed {_count(fixed, 'finding')} in {_count(written, 'file')}{hint}.", highlight=False)
+        fixes = sum(len(f.applied) for f in plan.files)
+        _print_errors(plan, log)
+        log.print(f"Would fix {_count(fixes, 'finding')} in {_count(len(plan.files), 'file')}{hint}.", highlight=False)
+        return EXIT_FINDINGS if plan.files or plan.errors else EXIT_CLEAN
+    fixed = _write_all(plan, log)
+    _print_errors(plan, log)
+    log.print(f"Fixed {_count(fixed, 'finding')}{hint}.", highlight=False)
     result = lint(args.paths, config, jobs=args.jobs or os.cpu_count() or 1, use_cache=not args.no_cache)
     report(result.findings, result.files, args.format, console)
-    return EXIT_FINDINGS if result.findings or skipped or plan.errors else EXIT_CLEAN
+    return EXIT_FINDINGS if result.findings or plan.errors else EXIT_CLEAN
+
+
+def _print_errors(plan: Plan, log: Console) -> None:
+    for error in plan.errors:
+        log.print(Text(f"compile-lint: {error}", style="yellow"), soft_wrap=True)

@@ -65,6 +65,10 @@ def test_the_schema_is_the_official_one() -> None:
     )
 
 
+def test_uri_formats_are_checked() -> None:
+    assert "uri" in Draft4Validator.FORMAT_CHECKER.checkers, "install the test extra (rfc3986-validator)"
+
+
 def test_fixture_run_is_valid_sarif(fixtures_log: dict[str, Any]) -> None:
     assert_valid(fixtures_log)
     assert fixtures_log["version"] == "2.1.0"

@@ -23,6 +23,8 @@ FIXES = {
     "masked_select": "Keep the shape: `torch.where({mask}, {x}, 0)` and reduce over it; " + CAPTURE_HINT,
     "repeat_interleave": "Pass `output_size=<total length>` when the sum of the repeats is known (no break); "
     + CAPTURE_HINT,
+    "bincount": "With a known number of bins N (`minlength` does not help): "
+    "`torch.zeros(N, dtype=torch.long).scatter_add_(0, {x}, torch.ones_like({x}))`; " + CAPTURE_HINT,
     "where": "Give `torch.where(cond, a, b)` all three arguments (same shape as `cond`); " + CAPTURE_HINT,
 }
 NOT_TENSORS = (Kind.OTHER, Kind.STR, Kind.SCALAR, Kind.MODULE)
@@ -44,7 +46,7 @@ class DynamicShapeOp(Rule):
     fix = f"Use a fixed-size alternative (`torch.nonzero_static`, `torch.where(mask, a, b)`), {CAPTURE_HINT}"
     silenced_by = CAPTURE_DYNAMIC
     what = (
-        "Flags `nonzero`, `argwhere`, `unique`, `unique_consecutive`, `masked_select`, one-argument "
+        "Flags `nonzero`, `argwhere`, `unique`, `unique_consecutive`, `masked_select`, `bincount`, one-argument "
         "`torch.where(cond)` and `repeat_interleave` with tensor repeats (as `torch.*` functions or "
         "tensor methods) inside compiled regions. `repeat_interleave` with an int repeat or with "
         "`output_size=` has a static shape and is not flagged."
@@ -64,6 +66,7 @@ class DynamicShapeOp(Rule):
         Example("@torch.compile\ndef f(x):\n    return torch.masked_select(x, x > 0)\n"),
         Example("@torch.compile\ndef f(x, reps):\n    return torch.repeat_interleave(x, reps, dim=0)\n"),
         Example("@torch.compile\ndef f(x):\n    return torch.where(x > 0)\n"),
+        Example("@torch.compile\ndef f(x):\n    return torch.bincount(x.long(), minlength=8)\n"),
     )
     valid = (
         Example("@torch.compile\ndef f(x):\n    return torch.repeat_interleave(x, 2, dim=0)\n"),

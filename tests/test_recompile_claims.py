@@ -134,6 +134,12 @@ def test_string_default_recompiles_on_a_new_value(flagged: ModuleType) -> None:
     assert len(log.recompiles) == 2
 
 
+def test_unannotated_argument_compared_with_strings_recompiles(flagged: ModuleType) -> None:
+    log = run(flagged.activate, [(X, "abs"), (X, "relu"), (X, "tanh")])
+    assert len(log.recompiles) == 2
+    assert guards_on_flagged_lines(log, "TCL502")
+
+
 def test_strings_never_become_dynamic(flagged: ModuleType) -> None:
     log = run(flagged.head, [(X, f"mode{i}") for i in range(10)])
     assert len(log.recompiles) == 8

@@ -249,6 +249,8 @@ class TensorFacts:
         if any(isinstance(t.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for t in node.comparisons):
             return Kind.OTHER
         kinds = [self.kind(node.left), *(self.kind(t.comparator) for t in node.comparisons)]
+        if Kind.STR in kinds:  # `mode == "train"`: a string is never compared with a tensor
+            return Kind.OTHER
         if Kind.TENSOR in kinds:
             return Kind.TENSOR
         return Kind.SCALAR if Kind.SCALAR in kinds else Kind.OTHER

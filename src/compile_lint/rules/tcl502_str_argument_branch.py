@@ -19,6 +19,23 @@ def _mentioned_names(test: cst.BaseExpression) -> list[str]:
     return [n.value for n in m.findall(test, m.Name()) if isinstance(n, cst.Name) and id(n) not in attributes]
 
 
+def _is_string_literal(node: cst.BaseExpression) -> bool:
+    if isinstance(node, (cst.Tuple, cst.List, cst.Set)):  # `mode in ("train", "fit")`
+        return bool(node.elements) and all(_is_string_literal(e.value) for e in node.elements)
+    return isinstance(node, (cst.SimpleString, cst.ConcatenatedString))
+
+
+def _compared_with_string(test: cst.BaseExpression, name: str) -> bool:
+    """Does `test` compare the plain name `name` with string literals (`mode == "train"`)?"""
+    for comparison in m.findall(test, m.Comparison()):
+        assert isinstance(comparison, cst.Comparison)
+        operands = [comparison.left, *(t.comparator for t in comparison.comparisons)]
+        named = any(isinstance(o, cst.Name) and o.value == name for o in operands)
+        if named and any(_is_string_literal(o) for o in operands):
+            return True
+    return False
+
+
 def _example_flag(test: cst.BaseExpression, name: str) -> str:
     """`is_train = mode == "train"` for a test comparing `mode` with "train"."""
     literal = next(iter(m.findall(test, m.SimpleString())), None)
@@ -40,8 +57,8 @@ class StrArgumentBranch(Rule):
     )
     what = (
         "Flags `if`/`elif`/`while`/conditional-expression tests and `match` subjects that read a `str` "
-        'parameter (annotated `str`, or with a string default such as `mode="train"`) inside compiled '
-        "regions. Nothing breaks; the cost is recompilation."
+        'parameter (annotated `str`, with a string default such as `mode="train"`, or compared with a '
+        "string literal) inside compiled regions. Nothing breaks; the cost is recompilation."
     )
     why = (
         "Dynamo treats a string argument as a constant and guards on its exact value (`mode == 'train'`). "
@@ -68,6 +85,9 @@ class StrArgumentBranch(Rule):
             "@torch.compile\ndef f(x, act: str = 'relu'):\n    match act:\n        case 'relu':\n"
             "            return x.relu()\n    return x\n"
         ),
+        Example(
+            "@torch.compile\ndef f(x, mode):\n    if mode in ('train', 'fit'):\n        return x + 1\n    return x\n"
+        ),
     )
     valid = (
         Example("@torch.compile\ndef f(x, training: bool):\n    if training:\n        return x + 1\n    return x\n"),
@@ -78,18 +98,21 @@ class StrArgumentBranch(Rule):
         Example(
             "@torch.compile\ndef f(x):\n    mode = 'train'\n    if mode == 'train':\n        return x + 1\n    return x\n"
         ),
+        Example("@torch.compile\ndef f(x, mode=None):\n    if mode is not None:\n        return x + 1\n    return x\n"),
         Example("def eager(x, mode: str):\n    if mode == 'train':\n        return x + 1\n    return x\n"),
     )
 
     def __init__(self) -> None:
         self._owner: FunctionSummary | None = None
-        self._str_params: set[str] = set()  # of `_owner`, the top-level function being walked
+        self._params: set[str] = set()  # of `_owner`, the top-level function being walked
+        self._str_params: set[str] = set()  # those annotated `str` or with a string default
 
     def visit_FunctionDef(self, node: cst.FunctionDef, ctx: RuleContext) -> None:
         if ctx.function is not self._owner:
-            self._owner, self._str_params = ctx.function, set()
+            self._owner, self._params, self._str_params = ctx.function, set(), set()
         params = node.params
         for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+            self._params.add(param.name.value)
             if ctx.facts.names.get(param.name.value) is Kind.STR:
                 self._str_params.add(param.name.value)
 
@@ -109,7 +132,8 @@ class StrArgumentBranch(Rule):
         if ctx.function is None or ctx.function is not self._owner:
             return
         for name in _mentioned_names(test):
-            if name in self._str_params and ctx.facts.names.get(name) is Kind.STR:
+            declared = name in self._str_params and ctx.facts.names.get(name) is Kind.STR
+            if declared or (name in self._params and _compared_with_string(test, name)):
                 text = dotted_code(test)
                 shown = text if len(text) <= MAX_TEST else text[: MAX_TEST - 3] + "..."
                 ctx.report(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
+
 import libcst as cst
 
 from compile_lint.analysis.tensors import Kind, receiver_code, short_code
@@ -24,6 +26,15 @@ def converted_tensor(node: cst.Call, ctx: RuleContext) -> str | None:
         return None
     value = node.args[0].value
     return func.value if ctx.facts.kind(value) is Kind.TENSOR and ctx.facts.has_evidence(value) else None
+
+
+def _calls_within(args: Sequence[cst.Arg]) -> Iterator[cst.Call]:
+    pending: list[cst.CSTNode] = [arg.value for arg in args]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, cst.Call):
+            yield node
+        pending.extend(node.children)
 
 
 class ScalarConversion(Rule):
@@ -57,7 +68,7 @@ class ScalarConversion(Rule):
             "@torch.compile\ndef f(x):\n    for _ in range(int(x.sum())):\n        x = x + 1\n    return x\n"
         ),
         Example(
-            "@torch.compile\ndef f(x):\n    for _ in range(int(x.sum())):\n        x = x + 1\n    return x\n",
+            "@torch.compile\ndef f(x):\n    for _ in range(int(x.sum()) + 1):\n        x = x + 1\n    return x\n",
             flags=(CAPTURE_SCALAR,),
         ),
     )
@@ -94,10 +105,9 @@ class ScalarConversion(Rule):
             )
 
     def _check_loop_bound(self, node: cst.Call, ctx: RuleContext) -> None:
-        """`range(int(t))` breaks even with capture_scalar_outputs: report it unconditionally."""
-        for arg in node.args:
-            bound = arg.value
-            if isinstance(bound, cst.Call) and converted_tensor(bound, ctx) == "int":
+        """`range(int(t))` (also `range(int(t) + 1)`) breaks even with capture_scalar_outputs: always report it."""
+        for bound in _calls_within(node.args):
+            if converted_tensor(bound, ctx) == "int":
                 ctx.report(
                     self,
                     bound,

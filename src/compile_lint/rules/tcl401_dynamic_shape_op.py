@@ -13,7 +13,7 @@ INDICES_FIX = (
     "Use `torch.nonzero_static({x}, size=N)` with a known upper bound N (no break), or keep the mask "
     "and compute with `torch.where(mask, a, b)`; " + CAPTURE_HINT
 )
-# Op name -> fix text ({x}: the source of the input tensor). Each one measured to break with GB0036.
+# Op name -> fix text ({x}: the input tensor, {mask}: the operand after it). Each measured to break with GB0036.
 FIXES = {
     "nonzero": INDICES_FIX,
     "argwhere": INDICES_FIX,

@@ -275,7 +275,7 @@ class FileWalker:
             edge = CallEdge("name", name, text, (0, 0, 0, 0))
         elif isinstance(func.value, cst.Name) and func.value.value == "self":  # type: ignore[attr-defined]
             edge = CallEdge("self", func.attr.value, text, (0, 0, 0, 0))  # type: ignore[attr-defined]
-        elif name != text:  # resolved through an import: `mod.helper(x)`
+        elif text.split(".", 1)[0] in self.imports.aliases:  # through an import: `mod.helper(x)`
             edge = CallEdge("attr", name, text, (0, 0, 0, 0))
         else:
             return

@@ -18,6 +18,18 @@ def condition_kind(test: cst.BaseExpression, facts: TensorFacts) -> Kind:
     return facts.kind(test)
 
 
+def has_evidence(test: cst.BaseExpression, facts: TensorFacts) -> bool:
+    """Is some tensor operand of the test a tensor for a reason beyond being an un-annotated parameter?
+
+    `if start > last:` in a helper taking plain numbers must stay silent; `if h.sum() > 0:` must not.
+    """
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return has_evidence(test.expression, facts)
+    if isinstance(test, cst.BooleanOperation):
+        return has_evidence(test.left, facts) or has_evidence(test.right, facts)
+    return facts.kind(test) is Kind.TENSOR and facts.has_evidence(test)
+
+
 def _claim_operators(test: cst.BaseExpression, ctx: RuleContext) -> None:
     """Mark the `not`/`and`/`or` nodes of a flagged test so no other rule reports them again."""
     while True:
@@ -60,6 +72,7 @@ class TensorCondition(Rule):
         Example("@torch.compile\ndef f(x):\n    if x.sum().item() > 0:\n        return x\n    return -x\n", flags=(CAPTURE_SCALAR,)),
     )
     valid = (
+        Example("class M(nn.Module):\n    def forward(self, x):\n        return self._pad(x, 2, 3)\n\n    def _pad(self, x, start, last):\n        if start > last:\n            return x\n        return -x\n"),
         Example("@torch.compile\ndef f(x):\n    if x.shape[0] > 4:\n        return x\n    return -x\n"),
         Example("@torch.compile\ndef f(x):\n    if x.dtype == torch.float32 and x.dim() == 2:\n        return x\n    return -x\n"),
         Example("@torch.compile\ndef f(x, mask=None):\n    if mask is not None:\n        x = x * mask\n    return x\n"),
@@ -71,6 +84,8 @@ class TensorCondition(Rule):
     def _check(self, test: cst.BaseExpression, node: cst.CSTNode, ctx: RuleContext) -> None:
         kind = condition_kind(test, ctx.facts)
         if kind is Kind.TENSOR:
+            if not has_evidence(test, ctx.facts):
+                return
             ctx.report(self, node)
         elif kind is Kind.SCALAR:  # an `.item()` value: breaks at `.item()` unless it is captured
             ctx.report(self, node, f"Branch on a value read from a tensor (with {CAPTURE_SCALAR})",

@@ -24,10 +24,10 @@ FIXES = {
 
 
 def io_builtin(node: cst.Call, ctx: RuleContext) -> str | None:
-    """`input`/`open`/`breakpoint` when `node` calls that builtin (not a same-named import)."""
+    """`input`/`open`/`breakpoint` when `node` calls that builtin (not a same-named import or local)."""
     func = node.func
-    if isinstance(func, cst.Name) and func.value in ctx.imports.aliases:
-        return None  # e.g. `from gzip import open`
+    if isinstance(func, cst.Name) and (func.value in ctx.imports.aliases or func.value in ctx.facts.names):
+        return None  # e.g. `from gzip import open`, or a parameter named `open`
     name = ctx.resolve(func)
     return BUILTINS.get(name) if name else None
 
@@ -74,6 +74,7 @@ class InteractiveIO(Rule):
             "@torch.compile\ndef f(x):\n    if not torch.compiler.is_compiling():\n        breakpoint()\n    return x\n"
         ),
         Example("@torch.compile\ndef f(x, store):\n    handle = store.open('weights')\n    return x\n"),
+        Example("@torch.compile\ndef f(x, open):\n    return open(x)\n"),
         Example("def load(path):\n    with open(path) as fh:\n        return fh.read()\n"),
     )
 

@@ -81,6 +81,9 @@ class LoggingCall(Rule):
             "import logging\nlogger = logging.getLogger(__name__)\n\n@torch.compile\ndef f(x):\n    logger.info('step')\n    return x\n"
         ),
         Example("import logging\n\n@torch.compile\ndef f(x):\n    logging.warning('careful')\n    return x\n"),
+        Example(
+            "import logging\nlog = logging.getLogger()\n\n@torch.compile\ndef f(x):\n    log.log(logging.INFO, 'x')\n    return x\n"
+        ),
         Example("import logging\n\n@torch.compile\ndef f(x):\n    logging.getLogger('m').debug('x')\n    return x\n"),
         Example(
             "@torch.compile\ndef f(x):\n    audit.error('bad')\n    return x\n\nimport logging\naudit = logging.getLogger('audit')\n"
@@ -97,6 +100,7 @@ class LoggingCall(Rule):
         Example("from tracking import log\n\n@torch.compile\ndef f(x):\n    log.info('step')\n    return x\n"),
         Example("@torch.compile\ndef f(x, history):\n    history.info('step')\n    return x\n"),
         Example("import logging\nlogger = logging.getLogger(__name__)\n\ndef eager(x):\n    logger.info('step')\n"),
+        Example("@torch.compile\ndef f(x):\n    log = x.softmax(-1)\n    return log.log()\n"),
     )
 
     def __init__(self) -> None:
@@ -114,6 +118,8 @@ class LoggingCall(Rule):
         if not isinstance(func, cst.Attribute) or func.attr.value not in LOGGER_METHODS:
             return
         method = func.attr.value
+        if method == "log" and len(node.args) < 2:
+            return  # `Logger.log(level, msg)` needs both; `t.log()` is the tensor method
         full = ctx.resolve(func)
         if full == f"logging.{method}" and method in EMITTERS:
             self._report(node, ctx, f"logging.{method}", GB_ROOT, "breaks inside logging's own code")

@@ -145,6 +145,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
     except KeyboardInterrupt:
         return EXIT_ERROR
+    except BrokenPipeError:  # `compile-lint | head`: the reader left; say nothing more
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_ERROR
     except SystemExit as exit_:  # argparse: usage errors and --help
         return exit_.code if isinstance(exit_.code, int) else EXIT_ERROR
     except Exception as error:

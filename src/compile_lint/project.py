@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -30,7 +31,7 @@ class Reach:
 @dataclass
 class ProjectContext:
     summaries: list[FileSummary]
-    flags: set[str]
+    flags: set[str]  # capture flags from the config: they hold for every file
     extra_regions: list[str] = field(default_factory=list)
     read_source: Callable[[str], str] = read_source  # to locate calls into disabled functions
     functions: dict[FunctionKey, FunctionSummary] = field(default_factory=dict)
@@ -39,9 +40,9 @@ class ProjectContext:
     def __post_init__(self) -> None:
         self._by_file = {s.path: s for s in self.summaries}
         self._located: dict[str, dict[str, FunctionSummary]] = {}
+        self._flags_by_folder: dict[str, set[str]] = {}
         self._classes: dict[str, list[tuple[FileSummary, ClassSummary]]] = {}
         for summary in self.summaries:
-            self.flags |= set(summary.flags)
             for qualname, function in summary.functions.items():
                 self.functions[(summary.path, qualname)] = function
             for name, cls in summary.classes.items():
@@ -149,7 +150,7 @@ class ProjectContext:
             if summary.error:
                 found.append(summary.error)
             for candidate in summary.candidates:
-                if not self._holds(candidate.condition):
+                if not self._holds(candidate.condition, summary.path):
                     continue
                 finding = candidate.finding
                 if rules[finding.code].scope == "region":
@@ -165,8 +166,22 @@ class ProjectContext:
             found.extend(rule.check_project(self))
         return found
 
-    def _holds(self, condition: str) -> bool:
+    def flags_for(self, path: str) -> set[str]:
+        """Capture flags in force for `path`: the config's, plus those set in the source of a file in
+        the same folder or above (a flag set by `train.py` covers the model package it imports)."""
+        folder = os.path.dirname(os.path.abspath(path))
+        if folder in self._flags_by_folder:
+            return self._flags_by_folder[folder]
+        flags = self._flags_by_folder[folder] = set(self.flags)
+        for summary in self.summaries:
+            if summary.flags:
+                setter = os.path.dirname(os.path.abspath(summary.path))
+                if folder == setter or folder.startswith(setter + os.sep):
+                    flags.update(summary.flags)
+        return flags
+
+    def _holds(self, condition: str, path: str) -> bool:
         if condition == "always":
             return True
         mode, _, flag = condition.partition(":")
-        return (flag in self.flags) == (mode == "only")
+        return (flag in self.flags_for(path)) == (mode == "only")

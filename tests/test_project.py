@@ -1,0 +1,62 @@
+"""Regions across files: what is reached, how it is described, and where capture flags hold."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from compile_lint.config import Config
+from compile_lint.engine import lint
+
+ITEM_IN_REGION = "import torch\n\n@torch.compile\ndef f(x):\n    return x * x.sum().item()\n"
+SETS_CAPTURE = "import torch\n\ntorch._dynamo.config.capture_scalar_outputs = True\n"
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def codes(root: Path) -> dict[str, list[str]]:
+    result = lint([str(root)], Config(root=root), use_cache=False)
+    found: dict[str, list[str]] = {}
+    for finding in result.findings:
+        found.setdefault(Path(finding.path).relative_to(root).as_posix(), []).append(finding.code)
+    return found
+
+
+def test_capture_flag_covers_its_folder_and_below_only(tmp_path: Path) -> None:
+    write(tmp_path / "app" / "train.py", SETS_CAPTURE)
+    write(tmp_path / "app" / "model" / "net.py", ITEM_IN_REGION)
+    write(tmp_path / "other" / "net.py", ITEM_IN_REGION)
+    assert codes(tmp_path) == {"other/net.py": ["TCL101"]}
+
+
+def test_helpers_reached_through_self_imports_and_module_attributes(tmp_path: Path) -> None:
+    write(
+        tmp_path / "pkg" / "model.py",
+        "import torch\nfrom torch import nn\nfrom pkg.util import scale\nimport pkg.more as more\n\n"
+        "class Base(nn.Module):\n    def _norm(self, x):\n        print(x)\n        return x\n\n"
+        "class Net(Base):\n    def forward(self, x):\n        return more.shift(scale(self._norm(x)))\n",
+    )
+    write(tmp_path / "pkg" / "__init__.py", "")
+    write(tmp_path / "pkg" / "util.py", "def scale(x):\n    return x * x.max().item()\n\ndef unused(x):\n    print(x)\n")
+    write(tmp_path / "pkg" / "more.py", "def shift(x):\n    print('shift')\n    return x\n")
+    result = lint([str(tmp_path)], Config(root=tmp_path), use_cache=False)
+    messages = {(Path(f.path).name, f.code): f.message for f in result.findings}
+    assert set(messages) == {("model.py", "TCL201"), ("util.py", "TCL101"), ("more.py", "TCL201")}
+    assert messages["util.py", "TCL101"].endswith("(reached from Net.forward via scale)")
+    assert messages["more.py", "TCL201"].endswith("(reached from Net.forward via more.shift)")
+    assert messages["model.py", "TCL201"].endswith("(reached from Net.forward via self._norm)")
+
+
+def test_is_compiling_guard_and_disabled_helpers_are_not_regions(tmp_path: Path) -> None:
+    write(
+        tmp_path / "m.py",
+        "import torch\n\n@torch.compiler.disable\ndef log(x):\n    print(x)\n\n"
+        "@torch.compile\ndef f(x):\n    if not torch.compiler.is_compiling():\n        print(x)\n"
+        "    if torch._dynamo.is_compiling():\n        y = x\n    else:\n        y = x.sum().item()\n"
+        "    log(x)\n    return y\n",
+    )
+    result = lint([str(tmp_path)], Config(root=tmp_path), use_cache=False)
+    assert [(f.code, f.line, f.severity) for f in result.findings] == [("TCL302", 15, "info")]

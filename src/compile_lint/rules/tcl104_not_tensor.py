@@ -1,4 +1,4 @@
-"""TCL104: `not t` on a tensor as a value (not as a branch test) makes Dynamo skip the whole frame."""
+"""TCL104: `not t` on a tensor as a value (not as a branch test) makes Dynamo skip the rest of the frame."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from compile_lint.rules.base import Example, Rule
 class NotTensor(Rule):
     code = "TCL104"
     name = "not-tensor"
-    summary = "`not` on a tensor makes Dynamo skip the whole function (worse than a graph break)"
+    summary = "`not` on a tensor makes Dynamo give up on the rest of the function (worse than a graph break)"
     gb_codes = ("GB0033",)
     fix = "Use `~mask` or `torch.logical_not(t)` to keep the result a tensor."
     frame_skip = True
@@ -23,8 +23,11 @@ class NotTensor(Rule):
     )
     why = (
         "Dynamo cannot trace the truth value of a tensor as a plain value (GB0033, data dependent "
-        "operator) and it cannot resume after it, so it gives up on the whole function: every line of "
-        "it runs eagerly, uncompiled, on every call. `torch._dynamo.explain` does not even report it."
+        "operator), and unlike an ordinary graph break it cannot resume after it: it skips the frame "
+        "from there on. The code before the `not` still runs as a compiled graph, but everything from "
+        "the `not` to the end of the function runs eagerly, uncompiled, on every call (after a graph break "
+        "Dynamo would compile it as a second graph). When the `not` comes first, nothing of the function "
+        "is compiled. `torch._dynamo.explain` does not report it at all."
     )
     example = "@torch.compile\ndef step(x, done):\n    active = not done.all()\n    return x * active\n"
     fixed_example = (
@@ -55,8 +58,8 @@ class NotTensor(Rule):
             ctx.report(
                 self,
                 node,
-                f"`{short_code(node)}` on a tensor: Dynamo skips the whole function and runs it uncompiled "
-                "(worse than a graph break)",
+                f"`{short_code(node)}` on a tensor: Dynamo skips the frame here and runs the rest of the "
+                "function uncompiled on every call (worse than a graph break)",
                 fix=f"Write `torch.logical_not({short_code(node.expression)})` (or `~` on a bool tensor) "
                 "to keep the result a tensor.",
             )

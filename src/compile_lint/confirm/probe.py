@@ -1,9 +1,13 @@
 """Recompile probe (runs in the worker): after the break run, vary one thing at a time.
 
-Each tensor dimension grows twice (4 -> 5 -> 6), each float tensor is cast to float64 and each
-Python scalar argument changes twice; the same inputs are also repeated to catch state that
-changes on every call (a module counter). Recompiles and their guard-failure reasons come from
-Dynamo's recompiles log, attributed to the variation that caused them.
+First, in the break run's compiled state (default settings): the same inputs again, to catch
+state that changes on every call (a module counter), and each Python scalar argument changed
+twice. Then one compile with every tensor size dynamic, in which each dimension grows twice
+(4 -> 5 -> 6) and each float tensor is cast to float64: a size that still recompiles there is
+specialized by the code. (By default Dynamo compiles sizes statically and recompiles once per
+dimension on the first new size, "automatic dynamic"; probing that per dimension would cost a
+compile each, which is most of `--confirm`'s time, for an answer Dynamo documents.)
+Recompiles and their guard-failure reasons come from Dynamo's recompiles log.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ class Variation:
     limit_hit: str = ""
     suggestion: str = ""
     hint: str = ""  # Dynamo's own advice attached to the guard, if any
+    free_dims: list[int] = field(default_factory=list)  # dimensions that varied with no recompile
 
     @property
     def every_call(self) -> bool:
@@ -47,15 +52,84 @@ Slot = tuple[int | str, str]  # positional index or keyword, and the parameter's
 def probe(
     call: Call, args: tuple[Any, ...], kwargs: dict[str, Any], names: list[str], log: DynamoLog
 ) -> list[Variation]:
-    """Variations that recompiled, each with its reasons and a suggestion."""
-    torch._dynamo.reset()
-    log.clear()
-    call(args, kwargs)
+    """Variations that recompiled, and per tensor the dimensions that vary freely once dynamic.
+
+    `call` has just run `args` under the default settings (the break run)."""
+    slots = list(_slots(args, kwargs, names))
     found = [_repeat(call, args, kwargs, log)]
-    for slot, value in _slots(args, kwargs, names):
-        for trigger, values, advice in _variants(slot[1], value):
+    if found[0].every_call:
+        return found  # every call recompiles anyway: no variation could be told apart
+    for slot, value in slots:
+        for trigger, values, advice in _scalar_variants(slot[1], value):
             found.append(_vary(call, args, kwargs, slot, values, Variation(trigger), log, advice))
-    return [v for v in found if v.recompiled_calls]
+    if not any(isinstance(value, torch.Tensor) for _, value in slots):
+        return [v for v in found if v.recompiled_calls]
+    torch._dynamo.reset()
+    with torch._dynamo.config.patch(assume_static_by_default=False):
+        try:
+            call(args, kwargs)
+        except Exception:  # noqa: BLE001 - the code does not compile with symbolic sizes: no size probe
+            return [v for v in found if v.recompiled_calls]
+        for slot, value in slots:
+            if isinstance(value, torch.Tensor):
+                found.extend(_tensor_variations(call, args, kwargs, slot, value, log))
+    return [v for v in found if v.recompiled_calls or v.free_dims]
+
+
+def _tensor_variations(
+    call: Call, args: tuple[Any, ...], kwargs: dict[str, Any], slot: Slot, value: torch.Tensor, log: DynamoLog
+) -> list[Variation]:
+    name = slot[1]
+    found = []
+    free = []
+    for dim, size in enumerate(value.shape):
+        dynamic = f"`torch._dynamo.mark_dynamic({name}, {dim})` before the first call"
+        advice = (
+            f"size {dim} recompiled once even with dynamic sizes: check for code that specializes on it",
+            f"every new size of dim {dim} recompiles even with dynamic sizes: the code specializes on it "
+            f"(a shape-dependent branch, loop or view); {dynamic} would raise and show where",
+        )
+        values = [_resized(value, dim, size + grow) for grow in (1, 2)]
+        variation = _vary(
+            call,
+            args,
+            kwargs,
+            slot,
+            values,
+            Variation(f"{name} dim {dim} ({size} -> {size + 1} -> {size + 2})"),
+            log,
+            advice,
+        )
+        if variation.recompiled_calls:
+            found.append(variation)
+        elif variation.calls:
+            free.append(dim)
+    if free:
+        marks = "; ".join(f"torch._dynamo.mark_dynamic({name}, {dim})" for dim in free)
+        found.append(
+            Variation(
+                f"{name} dims {', '.join(map(str, free))} (each grown by 1 and 2, sizes dynamic)",
+                free_dims=free,
+                suggestion=f"no recompile once dynamic; by default the first new size of each recompiles once "
+                f"(automatic dynamic): if they vary, `{marks}` before the first call, or `dynamic=True`",
+            )
+        )
+    if value.is_floating_point() and value.dtype != torch.float64:
+        cast = f"each dtype of `{name}` compiles its own graph: cast once, before the compiled call"
+        dtype = str(value.dtype).removeprefix("torch.")
+        found.append(
+            _vary(
+                call,
+                args,
+                kwargs,
+                slot,
+                [value.double()],
+                Variation(f"{name} dtype ({dtype} -> float64)"),
+                log,
+                (cast, cast),
+            )
+        )
+    return found
 
 
 def _repeat(call: Call, args: tuple[Any, ...], kwargs: dict[str, Any], log: DynamoLog) -> Variation:
@@ -79,27 +153,9 @@ def _slots(args: tuple[Any, ...], kwargs: dict[str, Any], names: list[str]) -> I
         yield (key, key), value
 
 
-def _variants(name: str, value: Any) -> Iterator[tuple[str, list[Any], tuple[str, str]]]:
+def _scalar_variants(name: str, value: Any) -> Iterator[tuple[str, list[Any], tuple[str, str]]]:
     """(trigger, changed values, (advice if it recompiled once, advice if on every change))."""
-    if isinstance(value, torch.Tensor):
-        for dim, size in enumerate(value.shape):
-            dynamic = f"`torch._dynamo.mark_dynamic({name}, {dim})` before the first call or `dynamic=True`"
-            yield (
-                f"{name} dim {dim} ({size} -> {size + 1} -> {size + 2})",
-                [_resized(value, dim, size + grow) for grow in (1, 2)],
-                (
-                    f"one recompile, then size {dim} is dynamic; {dynamic} avoids it",
-                    f"every new size of dim {dim} recompiles: use {dynamic}, and move shape checks out of the region",
-                ),
-            )
-        if value.is_floating_point() and value.dtype != torch.float64:
-            advice = f"each dtype of `{name}` compiles its own graph: cast once, before the compiled call"
-            yield (
-                f"{name} dtype ({str(value.dtype).removeprefix('torch.')} -> float64)",
-                [value.double()],
-                (advice, advice),
-            )
-    elif isinstance(value, bool):
+    if isinstance(value, bool):
         advice = f"each value of `{name}` compiles its own graph: pass it as a tensor or branch outside the region"
         yield f"{name} ({value} -> {not value})", [not value], (advice, advice)
     elif isinstance(value, (int, float, str)):

@@ -48,9 +48,11 @@ class Worker:
             start_new_session=True,  # so a timeout also ends the compile workers it may spawn
         )
         self.buffer = b""
-        self.environment: dict[str, Any] = self._read(STARTUP_TIMEOUT)["ready"]
+        self.environment: dict[str, Any] = {}  # filled by the worker's first line, once torch is imported
 
     def run(self, request: dict[str, Any], timeout: float) -> dict[str, Any]:
+        if not self.environment:
+            self.environment = self._read(STARTUP_TIMEOUT)["ready"]
         assert self.process.stdin is not None
         try:
             self.process.stdin.write(json.dumps(request).encode() + b"\n")
@@ -112,12 +114,18 @@ class WorkerPool:
         self.worker: Worker | None = None
         self.environment: dict[str, Any] = {}
 
+    def start(self) -> None:
+        """Start a worker now, so its torch import overlaps with whatever the caller does next."""
+        if self.worker is None:
+            self.worker = Worker(self.backend)
+
     def run(self, request: dict[str, Any]) -> dict[str, Any]:
         try:
-            if self.worker is None:
-                self.worker = Worker(self.backend)
-                self.environment = self.worker.environment
-            return self.worker.run(request, self.timeout)
+            self.start()
+            assert self.worker is not None
+            reply = self.worker.run(request, self.timeout)
+            self.environment = self.worker.environment
+            return reply
         except WorkerFailure as failure:
             self.worker = None
             return {"outcome": failure.outcome, "error": str(failure)}

@@ -66,16 +66,17 @@ def confirm(paths: list[str], config: Config, options: ConfirmOptions, progress:
         raise UsageError(
             "--confirm runs your code under torch.compile and needs torch: pip install 'compile-lint[confirm]'"
         )
-    files, specs, unrunnable, project = _plan(paths, config, options)
-    static = apply_filters(project.findings(), config)
-    linted = {os.path.realpath(f): f for f in files}
-    observed = Observed()
-    reports: list[TargetReport] = [TargetReport(u.label, "not-run", u.reason) for u in unrunnable]
-    runs: dict[str, dict[str, Any]] = {}
     pool = WorkerPool(options.backend, options.timeout)
-    covered: set[tuple[str, str]] = set()
-    progress.start(len(specs))
+    pool.start()  # torch imports in the worker while the static pass runs here
     try:
+        files, specs, unrunnable, project = _plan(paths, config, options)
+        static = apply_filters(project.findings(), config)
+        linted = {os.path.realpath(f): f for f in files}
+        observed = Observed()
+        reports: list[TargetReport] = [TargetReport(u.label, "not-run", u.reason) for u in unrunnable]
+        runs: dict[str, dict[str, Any]] = {}
+        covered: set[tuple[str, str]] = set()
+        progress.start(len(specs))
         for spec in specs:
             if spec.region is None or spec.region not in covered:
                 request = {"target": spec.request(options.backend, options.shape), "files": list(linted)}

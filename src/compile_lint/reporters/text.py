@@ -108,12 +108,14 @@ def render_confirm_summary(console: Console, targets: list[TargetReport], findin
             console.print(Text(note, style="dim"), soft_wrap=True)
         for variation in target.recompiles:
             reason = f" ({variation['reasons'][0]})" if variation["reasons"] else ""
-            line = f"  {target.label}: varying {variation['trigger']}: {variation['recompiled_calls']}/"
-            console.print(Text(f"{line}{variation['calls']} calls recompiled{reason}"), soft_wrap=True)
+            counts = f"{variation['recompiled_calls']}/{variation['calls']} calls recompiled{reason}"
+            outcome = "no recompile" if variation["free_dims"] else counts
+            line = f"  {target.label}: varying {variation['trigger']}: {outcome}"
+            console.print(Text(line), soft_wrap=True)
             suggestion = Text("      = suggest: ", style="dim") + Text(variation["suggestion"], style="green")
             console.print(suggestion, soft_wrap=True)
     statuses = Counter(f.status for f in findings)
-    totals = Table(title="Summary", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    totals = Table(title="Summary", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
     columns = ("targets", "graphs", "breaks", "confirmed", "refuted", "not run", "dynamic-only", "recompiles")
     for column in columns:
         totals.add_column(column, justify="right", no_wrap=True)

@@ -1,0 +1,216 @@
+"""The parts of `--confirm` that need no worker: matching, target planning, automatic inputs."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from compile_lint.confirm.match import Observed, match
+from compile_lint.confirm.plan import UsageError, explicit_specs, import_location
+from compile_lint.finding import Finding
+from compile_lint.rules import all_rules
+
+SOURCE = """import torch
+
+@torch.compile
+def step(x):
+    y = x * 2
+    if y.sum().item() > 0:
+        return y
+    print(y)
+    return -y
+"""
+
+
+def finding(path: Path, line: int, code: str, function: str = "step") -> Finding:
+    return Finding(str(path), line, 5, line, 20, code, "message", fix="generic fix", function=function)
+
+
+def brk(
+    path: Path, line: int, gb_code: str = "GB0124", function: str = "step", frame_skip: bool = False
+) -> dict[str, Any]:
+    return {
+        "user_file": os.path.realpath(path),
+        "user_line": line,
+        "user_function": function,
+        "gb_code": gb_code,
+        "gb_type": "some break",
+        "explanation": "why Dynamo gave up",
+        "hints": ["This graph break is fundamental", "do this instead"],
+        "frame_skip": frame_skip,
+    }
+
+
+@pytest.fixture
+def step_file(tmp_path: Path) -> Path:
+    path = tmp_path / "step.py"
+    path.write_text(SOURCE)
+    return path
+
+
+def statuses(found: list[Finding]) -> dict[tuple[int, str], str]:
+    return {(f.line, f.code): f.status for f in found}
+
+
+def test_break_at_the_line_confirms_and_an_if_gets_a_torch_where_fix(step_file: Path) -> None:
+    observed = Observed(executed={os.path.realpath(step_file): {5, 6, 7}}, breaks=[(brk(step_file, 6), "run")])
+    (confirmed,) = match(
+        [finding(step_file, 6, "TCL101")], observed, {os.path.realpath(step_file): str(step_file)}
+    ).findings
+    assert confirmed.status == "confirmed"
+    assert confirmed.details["observed_gb_code"] == "GB0124" and confirmed.details["target"] == "run"
+    assert "torch.where(y.sum() > 0, " in confirmed.fix
+
+
+def test_executed_lines_tell_not_reproduced_from_not_run(step_file: Path) -> None:
+    observed = Observed(executed={os.path.realpath(step_file): {5, 6}})
+    found = match(
+        [finding(step_file, 6, "TCL101"), finding(step_file, 8, "TCL201")],
+        observed,
+        {os.path.realpath(step_file): str(step_file)},
+    ).findings
+    assert statuses(found) == {(6, "TCL101"): "not-reproduced", (8, "TCL201"): "not-run"}
+    assert found[0].fix == "generic fix"
+
+
+def test_unpredicted_breaks_become_one_dynamic_only_finding_each(step_file: Path) -> None:
+    real = os.path.realpath(step_file)
+    observed = Observed(breaks=[(brk(step_file, 8, "GB0059"), "a"), (brk(step_file, 8, "GB0059"), "b")])
+    (dynamic,) = match([], observed, {real: str(step_file)}).findings
+    assert (dynamic.code, dynamic.status, dynamic.line, dynamic.gb_codes) == ("TCL801", "dynamic-only", 8, ["GB0059"])
+    assert dynamic.fix == "do this instead"  # Dynamo's hint, not the "fundamental" boilerplate
+    assert dynamic.col == 5 and dynamic.end_col == len("    print(y)") + 1
+    assert dynamic.details["explanation"] == "why Dynamo gave up"
+
+
+def test_breaks_outside_the_linted_files_are_not_findings(step_file: Path, tmp_path: Path) -> None:
+    observed = Observed(breaks=[(brk(tmp_path / "library.py", 3), "run")])
+    assert match([], observed, {os.path.realpath(step_file): str(step_file)}).findings == []
+
+
+def test_frame_skip_may_be_blamed_two_lines_later_in_the_same_function(step_file: Path) -> None:
+    rule = next(r for r in all_rules() if r.frame_skip and r.gb_codes)
+    linted = {os.path.realpath(step_file): str(step_file)}
+    later = Observed(breaks=[(brk(step_file, 7, rule.gb_codes[0], frame_skip=True), "run")])
+    assert match([finding(step_file, 5, rule.code)], later, linted).findings[0].status == "confirmed"
+    elsewhere = Observed(breaks=[(brk(step_file, 7, rule.gb_codes[0], "other", frame_skip=True), "run")])
+    assert [f.status for f in match([finding(step_file, 5, rule.code)], elsewhere, linted).findings] == [
+        "not-run",
+        "dynamic-only",
+    ]
+
+
+def variation(**changes: Any) -> dict[str, Any]:
+    base = {
+        "trigger": "nothing (the same inputs again)",
+        "calls": 2,
+        "recompiled_calls": 2,
+        "reasons": ["0/0: self.calls == 1"],
+        "functions": ["/nowhere:1:other"],
+        "limit_hit": "",
+        "suggestion": "keep it in a tensor",
+        "hint": "",
+        "free_dims": [],
+        "every_call": True,
+    }
+    return {**base, **changes}
+
+
+def test_recompiles_on_every_call_are_reported_once_dynamic_sizes_are_not(step_file: Path) -> None:
+    real = os.path.realpath(step_file)
+    every = variation(functions=[f"{real}:3:step"])
+    once = variation(trigger="n (1 -> 2 -> 3)", recompiled_calls=1, every_call=False, functions=[f"{real}:3:step"])
+    observed = Observed(recompiles=[(every, "run"), (once, "run")])
+    (reported,) = match([], observed, {real: str(step_file)}).findings
+    assert (reported.code, reported.status, reported.line) == ("TCL802", "dynamic-only", 3)
+    assert "self.calls == 1" in reported.message and reported.fix == "keep it in a tensor"
+
+
+def test_rules_that_predict_no_break_keep_their_static_status(step_file: Path) -> None:
+    quiet = next((r for r in all_rules() if not r.gb_codes and r.family not in ("recompile", "dynamic", "parse")), None)
+    if quiet is None:
+        pytest.skip("no rule without a predicted break outside the recompile family")
+    observed = Observed(executed={os.path.realpath(step_file): {5}})
+    (kept,) = match(
+        [finding(step_file, 5, quiet.code)], observed, {os.path.realpath(step_file): str(step_file)}
+    ).findings
+    assert kept.status == "static"
+
+
+def test_explicit_targets_are_checked_before_anything_runs(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="must look like"):
+        explicit_specs(["no_colon"], tmp_path)
+    with pytest.raises(UsageError, match="no such file"):
+        explicit_specs(["missing.py:make"], tmp_path)
+    (spec,) = explicit_specs(["pkg.models:make"], tmp_path)
+    assert (spec.module, spec.attr, spec.root) == ("pkg.models", "make", str(tmp_path.resolve()))
+
+
+def test_import_location_climbs_out_of_packages(tmp_path: Path) -> None:
+    package = tmp_path / "pkg" / "sub"
+    package.mkdir(parents=True)
+    for folder in (tmp_path / "pkg", package):
+        (folder / "__init__.py").write_text("")
+    (package / "model.py").write_text("")
+    assert import_location(str(package / "model.py")) == (str(tmp_path.resolve()), "pkg.sub.model")
+    assert import_location(str(package / "__init__.py")) == (str(tmp_path.resolve()), "pkg.sub")
+
+
+torch = pytest.importorskip("torch")
+from torch import nn  # noqa: E402
+
+from compile_lint.confirm.inputs import NoInputs, first_layer_input, function_target, module_target  # noqa: E402
+
+
+@pytest.mark.parametrize(
+    ("layer", "dims", "high"),
+    [
+        (nn.Linear(5, 3), (4, 5), 0),
+        (nn.Conv2d(3, 6, 3), (4, 3, 16, 16), 0),
+        (nn.Conv1d(2, 6, 3), (4, 2, 16), 0),
+        (nn.Embedding(50, 8), (4, 8), 50),
+        (nn.LayerNorm(7), (4, 7), 0),
+        (nn.ReLU(), (4, 8), 0),
+    ],
+)
+def test_first_layer_decides_the_input(layer: nn.Module, dims: tuple[int, ...], high: int) -> None:
+    recipe = first_layer_input(nn.Sequential(layer, nn.ReLU()), [4, 8])
+    assert (recipe.dims, recipe.high) == (dims, high)
+    tensor = recipe.make()
+    assert tuple(tensor.shape) == dims
+    assert (tensor.dtype == torch.long) == bool(high)
+    nn.Sequential(layer)(tensor)  # the layer accepts it
+
+
+class Widths(nn.Module):
+    def __init__(self, width: int) -> None:
+        super().__init__()
+        self.proj = nn.Linear(width, width)
+
+
+class FakeModule:
+    Widths = Widths
+
+    @staticmethod
+    def masked(x: torch.Tensor, mask: torch.Tensor | None, *, scale: float = 1.0) -> torch.Tensor:
+        return x
+
+    @staticmethod
+    def counted(x: torch.Tensor, n: int) -> torch.Tensor:
+        return x
+
+
+def test_optional_parameters_get_none_and_defaults_stay() -> None:
+    made = function_target(FakeModule, "masked", [2, 3])
+    assert made.target.args[1] is None and made.args == ["torch.randn(2, 3)", "None"]
+    assert made.target.kwargs == {} and tuple(made.target.args[0].shape) == (2, 3)
+
+
+def test_no_inputs_says_how_to_give_them() -> None:
+    with pytest.raises(NoInputs, match=r"annotated `int`.*--target module:make"):
+        function_target(FakeModule, "counted", [2, 3])
+    with pytest.raises(NoInputs, match=r"`Widths\(\)` failed .*give it inputs"):
+        module_target(FakeModule, "Widths", [2, 3])

@@ -168,3 +168,42 @@ def test_confirm_options_need_confirm() -> None:
         timeout=120,
     )
     assert process.returncode == 2 and "need --confirm" in process.stderr
+
+
+@pytest.mark.dynamo
+def test_config_targets_a_factory_list_and_covered_regions(tmp_path: Path) -> None:
+    """`[tool.compile-lint.confirm] targets` from pyproject.toml, a factory returning a list, and the
+    automatic target for a region the factory already ran is skipped."""
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.compile-lint.confirm]\ntargets = ["model:make"]\nshape = [2, 3]\ntimeout = 60\n'
+    )
+    (tmp_path / "model.py").write_text(
+        "import torch\n\n\n"
+        "@torch.compile\n"
+        "def scale(x, factor):\n"
+        "    if factor.sum().item() > 0:  # confirm: confirmed\n"
+        "        return x * 2\n"
+        "    return x\n\n\n"
+        "@torch.compile\n"
+        "def shift(x):\n"
+        "    return x + 1\n\n\n"
+        "def make():\n"
+        "    x = torch.ones(2, 3)\n"
+        "    return [(scale, (x, torch.ones(1))), (scale, [x], {'factor': -torch.ones(1)})]\n"
+    )
+    process = subprocess.run(
+        [sys.executable, "-m", "compile_lint.cli", "--confirm", "--no-cache", "--format", "json", "model.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        stdin=subprocess.DEVNULL,
+    )
+    report = json.loads(process.stdout)
+    assert process.returncode == 1, process.stderr
+    labels = sorted(targets_by_label(report))
+    assert labels == ["model.py:shift", "model:make [#0 scale]", "model:make [#1 scale]"]
+    (item,) = [f for f in report["findings"] if f["line"] == 6]
+    assert item["status"] == "confirmed" and "torch.where(factor.sum() > 0" in item["fix"]
+    shift = targets_by_label(report)["model.py:shift"]
+    assert shift["outcome"] == "ok" and shift["breaks"] == 0 and shift["one_graph"] is True

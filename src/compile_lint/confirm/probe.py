@@ -68,7 +68,7 @@ def probe(
     with torch._dynamo.config.patch(assume_static_by_default=False):
         try:
             call(args, kwargs)
-        except Exception:  # noqa: BLE001 - the code does not compile with symbolic sizes: no size probe
+        except Exception:
             return [v for v in found if v.recompiled_calls]
         for slot, value in slots:
             if isinstance(value, torch.Tensor):

@@ -126,8 +126,11 @@ def _collect(
     if reply["outcome"] != "ok":
         return [TargetReport(spec.label, reply["outcome"], reply.get("error", ""))]
     reports = []
-    for run in reply["runs"]:
-        label = spec.label if len(reply["runs"]) == 1 and spec.kind != "factory" else f"{spec.label} [{run['name']}]"
+    several = len(reply["runs"]) > 1
+    for index, run in enumerate(reply["runs"]):
+        label = (
+            f"{spec.label} [{f'#{index} ' if several else ''}{run['name']}]" if spec.kind == "factory" else spec.label
+        )
         report = TargetReport(label, run["outcome"], run.get("error", ""))
         reports.append(report)
         if run["outcome"] != "ok":

@@ -62,6 +62,7 @@ MASK_METHODS = frozenset(
 MASK_OPERATORS = (cst.BitAnd, cst.BitOr, cst.BitXor)
 # Un-annotated parameters are taken as tensors, except flag-like names such as `return_dict=None`.
 FLAG_PREFIXES = ("output_", "return_", "use_", "is_", "has_", "do_", "enable_", "num_", "n_")
+NON_TENSOR_PARAMS = frozenset({"device", "dtype"})  # `str(device)` is not a tensor's text
 
 
 def torch_call_kind(full_name: str) -> Kind:
@@ -119,7 +120,7 @@ class TensorFacts:
             return Kind.STR
         if default is not None and not (isinstance(default, cst.Name) and default.value == "None"):
             return Kind.OTHER
-        if name.startswith(FLAG_PREFIXES):
+        if name.startswith(FLAG_PREFIXES) or name in NON_TENSOR_PARAMS:
             return Kind.OTHER
         return Kind.TENSOR
 

@@ -46,6 +46,9 @@ class TensorToString(Rule):
         Example("@torch.compile\ndef f(x):\n    s = str(x.shape) + repr(x.dtype)\n    return x\n"),
         Example("@torch.compile\ndef f(x):\n    s = f'value={x}'\n    return x\n"),
         Example("def describe(x):\n    return str(x)\n"),
+        Example(
+            "class M(nn.Module):\n    def forward(self, x, device=None):\n        key = str(device)\n        return x\n"
+        ),
     )
 
     def visit_Call(self, node: cst.Call, ctx: RuleContext) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 import libcst.matchers as m
 
+from compile_lint.analysis.names import dotted
 from compile_lint.analysis.summary import FunctionSummary
 from compile_lint.analysis.tensors import Kind, dotted_code
 from compile_lint.analysis.walker import RuleContext
@@ -36,6 +37,17 @@ def _compared_with_string(test: cst.BaseExpression, name: str) -> bool:
     return False
 
 
+def _compiled_names(module: cst.Module, ctx: RuleContext) -> set[str]:
+    """Last names of what the file passes to `torch.compile(...)`: `step` for `torch.compile(step)`."""
+    found: set[str] = set()
+    for call in m.findall(module, m.Call(args=[m.AtLeastN(n=1)])):
+        assert isinstance(call, cst.Call)
+        target = dotted(call.args[0].value)
+        if target and ctx.resolve(call.func) == "torch.compile":
+            found.add(target.rsplit(".", 1)[-1])
+    return found
+
+
 def _example_flag(test: cst.BaseExpression, name: str) -> str:
     """`is_train = mode == "train"` for a test comparing `mode` with "train"."""
     literal = next(iter(m.findall(test, m.SimpleString())), None)
@@ -58,7 +70,10 @@ class StrArgumentBranch(Rule):
     what = (
         "Flags `if`/`elif`/`while`/conditional-expression tests and `match` subjects that read a `str` "
         'parameter (annotated `str`, with a string default such as `mode="train"`, or compared with a '
-        "string literal) inside compiled regions. Nothing breaks; the cost is recompilation."
+        "string literal) of a compiled entry point: a `forward`, an `@torch.compile` function or a function "
+        "passed to `torch.compile(...)`. One finding per parameter. Helpers reached from a region are not "
+        "flagged: their callers usually pass a constant string, which is a single guard, not a recompile. "
+        "Nothing breaks; the cost is recompilation."
     )
     why = (
         "Dynamo treats a string argument as a constant and guards on its exact value (`mode == 'train'`). "
@@ -88,6 +103,10 @@ class StrArgumentBranch(Rule):
         Example(
             "@torch.compile\ndef f(x, mode):\n    if mode in ('train', 'fit'):\n        return x + 1\n    return x\n"
         ),
+        Example(
+            "def head(x, mode: str):\n    if mode == 'train':\n        return x.relu()\n    return x\n\n"
+            "fast_head = torch.compile(head)\n"
+        ),
     )
     valid = (
         Example("@torch.compile\ndef f(x, training: bool):\n    if training:\n        return x + 1\n    return x\n"),
@@ -99,22 +118,43 @@ class StrArgumentBranch(Rule):
             "@torch.compile\ndef f(x):\n    mode = 'train'\n    if mode == 'train':\n        return x + 1\n    return x\n"
         ),
         Example("@torch.compile\ndef f(x, mode=None):\n    if mode is not None:\n        return x + 1\n    return x\n"),
+        Example(
+            "class M(nn.Module):\n    def forward(self, x):\n        return self._pad(x, mode='zero')\n\n"
+            "    def _pad(self, x, mode: str):\n        if mode == 'zero':\n            return x\n        return -x\n"
+        ),
         Example("def eager(x, mode: str):\n    if mode == 'train':\n        return x + 1\n    return x\n"),
     )
 
     def __init__(self) -> None:
-        self._owner: FunctionSummary | None = None
-        self._params: set[str] = set()  # of `_owner`, the top-level function being walked
-        self._str_params: set[str] = set()  # those annotated `str` or with a string default
+        self._module: cst.Module | None = None  # the file being walked (the walker visits it first)
+        self._compiled_names: set[str] | None = None  # names it passes to torch.compile(...), on demand
+        self._owner: FunctionSummary | None = None  # the top-level function being walked
+        self._params: set[str] = set()
+        self._str_params: set[str] = set()  # annotated `str` or with a string default
+        self._flagged: set[str] = set()  # parameters already reported: one finding each
+
+    def visit_Module(self, node: cst.Module, ctx: RuleContext) -> None:
+        self._module, self._compiled_names, self._owner = node, None, None
 
     def visit_FunctionDef(self, node: cst.FunctionDef, ctx: RuleContext) -> None:
         if ctx.function is not self._owner:
-            self._owner, self._params, self._str_params = ctx.function, set(), set()
+            self._owner, self._params, self._str_params, self._flagged = ctx.function, set(), set(), set()
         params = node.params
         for param in (*params.posonly_params, *params.params, *params.kwonly_params):
             self._params.add(param.name.value)
             if ctx.facts.names.get(param.name.value) is Kind.STR:
                 self._str_params.add(param.name.value)
+
+    def _is_entry_point(self, function: FunctionSummary, ctx: RuleContext) -> bool:
+        """Called with the caller's arguments by torch.compile: `forward`, `@torch.compile`, or a
+        function passed to `torch.compile(...)` in this file. A helper reached from one usually gets
+        a constant string from its caller, which is one guard and no recompile."""
+        if ctx.in_forward or function.compiled:
+            return True
+        if self._compiled_names is None:
+            assert self._module is not None
+            self._compiled_names = _compiled_names(self._module, ctx)
+        return function.name in self._compiled_names
 
     def visit_If(self, node: cst.If, ctx: RuleContext) -> None:
         self._check(node.test, "if", ctx)
@@ -129,11 +169,15 @@ class StrArgumentBranch(Rule):
         self._check(node.subject, "match", ctx)
 
     def _check(self, test: cst.BaseExpression, keyword: str, ctx: RuleContext) -> None:
-        if ctx.function is None or ctx.function is not self._owner:
+        function = ctx.function
+        if function is None or function is not self._owner or not self._is_entry_point(function, ctx):
             return
         for name in _mentioned_names(test):
+            if name in self._flagged:
+                continue
             declared = name in self._str_params and ctx.facts.names.get(name) is Kind.STR
             if declared or (name in self._params and _compared_with_string(test, name)):
+                self._flagged.add(name)
                 text = dotted_code(test)
                 shown = text if len(text) <= MAX_TEST else text[: MAX_TEST - 3] + "..."
                 ctx.report(

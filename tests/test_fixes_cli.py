@@ -158,3 +158,12 @@ def test_json_output_stays_parseable_while_fixing(tmp_path: Path) -> None:
     remaining = json.loads(done.stdout)["findings"]
     assert sorted(f["code"] for f in remaining) == ["TCL103", "TCL201"]
     assert "fixed model.py:6 TCL101" in done.stderr
+
+
+def test_the_seed_example_is_fixed(tmp_path: Path) -> None:
+    seed = Path(__file__).resolve().parent.parent / "fixtures" / "seed_step.py"
+    path = write(tmp_path, seed.read_text(encoding="utf-8"), name="seed_step.py")
+    safe = run("--diff", path.name, cwd=tmp_path)
+    assert safe.returncode == 0 and "Would fix 0 findings in 0 files (1 more fix with --unsafe-fixes)." in safe.stderr
+    done = run("--diff", "--unsafe-fixes", path.name, cwd=tmp_path)
+    assert "+    return torch.where(y.sum() > 0, y, -y)  # expect: TCL101\n" in done.stdout

@@ -137,3 +137,13 @@ def test_code_outside_the_finding_is_byte_identical() -> None:
     out = fixed(source)
     before, _, after = source.partition("    if x.sum() > 0:\n        y = x\n    else:\n        y = -x\n")
     assert out == before + "    y = torch.where(x.sum() > 0, x, -x)\n" + after
+
+
+def test_item_in_a_condition_is_dropped_and_the_branch_selected() -> None:
+    """The seed example; with capture_scalar_outputs the finding is TCL103 instead, same fix."""
+    source = "import torch\n@torch.compile\ndef step(x):\n    y = x * 2\n    if y.sum().item() > 0:\n        return y\n    return -y\n"
+    expected = "    return torch.where(y.sum() > 0, y, -y)\n"
+    assert expected in fixed(source)
+    captured = "import torch\ntorch._dynamo.config.capture_scalar_outputs = True\n" + source.split("\n", 1)[1]
+    assert [f.code for f in lint_source(captured, "m.py")] == ["TCL103"]
+    assert expected in fixed(captured)

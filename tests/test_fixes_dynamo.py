@@ -19,7 +19,7 @@ from fixture_support import FIXTURES
 torch = pytest.importorskip("torch")
 
 from compile_lint.config import Config  # noqa: E402
-from compile_lint.confirm.capture import Break, capture_dynamo_log  # noqa: E402
+from compile_lint.confirm.capture import Break, capture_dynamo_log, forced_backend  # noqa: E402
 from compile_lint.engine import lint_source  # noqa: E402
 from compile_lint.fixes.codemods import CODEMODS  # noqa: E402
 from compile_lint.fixes.runner import plan_fixes  # noqa: E402
@@ -32,8 +32,15 @@ def load(path: Path, name: str) -> ModuleType:
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
-    spec.loader.exec_module(module)
+    with forced_backend("eager"):
+        spec.loader.exec_module(module)
     return module
+
+
+def plain(module: ModuleType, name: str) -> Callable[..., Any]:
+    """The function itself, unwrapped if `@torch.compile` decorated it: runs eagerly."""
+    fn = getattr(module, name)
+    return getattr(fn, "_torchdynamo_orig_callable", fn)  # type: ignore[no-any-return]
 
 
 def breaks_in(path: Path, fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[Any, list[Break]]:
@@ -100,16 +107,16 @@ def test_fixed_code_compiles_without_breaks_and_matches(fixed_pair: tuple[Path, 
     for name, inputs in original.branch_inputs().items():
         paths_taken = set()
         for args in inputs:
-            reference = getattr(original, name)(*args)
+            reference = plain(original, name)(*args)
             if "TCL104" in codes:
                 reference = as_tensors(reference)
-            _, original_breaks = breaks_in(original_path, getattr(original, name), args)
+            _, original_breaks = breaks_in(original_path, plain(original, name), args)
             assert original_breaks, f"{name}: the original does not break, so the fix proves nothing"
-            compiled_out, fixed_breaks = breaks_in(fixed_path, getattr(fixed, name), args)
+            compiled_out, fixed_breaks = breaks_in(fixed_path, plain(fixed, name), args)
             assert not fixed_breaks, f"{name}: fixed code still breaks: {fixed_breaks}"
             torch.testing.assert_close(compiled_out, reference)
-            torch.testing.assert_close(getattr(fixed, name)(*args), reference)
-            paths_taken.add(code_run(original_path, getattr(original, name), args))
+            torch.testing.assert_close(plain(fixed, name)(*args), reference)
+            paths_taken.add(code_run(original_path, plain(original, name), args))
         if "TCL103" in codes:  # a branch was rewritten: the inputs must have taken both sides
             assert len(paths_taken) >= 2, f"{name}: the inputs do not take both branches"
 
@@ -128,8 +135,8 @@ def test_detach_fix_keeps_gradients(tmp_path: Path) -> None:
     for name in ("normalize", "center"):
         x = torch.randn(4, 8, requires_grad=True)
         x_fixed = x.detach().clone().requires_grad_(True)
-        getattr(original, name)(x).square().sum().backward()
-        torch.compile(getattr(fixed, name), backend="eager")(x_fixed).square().sum().backward()
+        plain(original, name)(x).square().sum().backward()
+        torch.compile(plain(fixed, name), backend="eager")(x_fixed).square().sum().backward()
         torch.testing.assert_close(x_fixed.grad, x.grad)
 
 

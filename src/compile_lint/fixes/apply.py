@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-import copy
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -11,7 +10,7 @@ import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, ParentNodeProvider, PositionProvider
 
 from compile_lint.analysis.names import ImportMap
-from compile_lint.analysis.tensors import TensorFacts
+from compile_lint.analysis.tensors import Kind, TensorFacts
 from compile_lint.analysis.walker import FileWalker
 from compile_lint.finding import Finding
 from compile_lint.fixes.codemods import CODEMODS, Edit, Replacement, Safety, Site
@@ -39,12 +38,19 @@ def _span(position: CodeRange) -> Span:
     return position.start.line, position.start.column, position.end.line, position.end.column
 
 
+class _UnmemoizedFacts(TensorFacts):
+    """Facts for the codemods, which also ask about nodes they build and drop: the memo is keyed
+    by `id(node)`, and a dropped node's id can come back for a different node."""
+
+    def kind(self, node: cst.BaseExpression) -> Kind:
+        return self._kind(node)
+
+
 def _snapshot(facts: TensorFacts) -> TensorFacts:
     """A copy that later assignments in the walk do not change."""
-    copied = copy.copy(facts)
+    copied = _UnmemoizedFacts.__new__(_UnmemoizedFacts)
     for name, value in vars(facts).items():
-        if isinstance(value, (dict, set)):
-            setattr(copied, name, type(value)(value))
+        setattr(copied, name, type(value)(value) if isinstance(value, (dict, set)) else value)
     return copied
 
 

@@ -203,14 +203,33 @@ def where_for_if(site: Site) -> Edit | None:
     otherwise), and `if c: return a else: return b` or `if c: return a` + `return b` ->
     `return torch.where(c, a, b)`. Unsafe: both branches are computed, and their shapes broadcast."""
     if_node = site.parent(site.node)
-    if not isinstance(if_node, cst.If) or if_node.test is not site.node or not _only_header_comment(if_node):
+    if not isinstance(if_node, cst.If) or if_node.test is not site.node:
+        return None
+    return _where_for_if(site, if_node, if_node.test)
+
+
+def _where_for_if(site: Site, if_node: cst.If, test: cst.BaseExpression) -> Edit | None:
+    if not _only_header_comment(if_node):
         return None
     if not isinstance(site.parent(if_node), (cst.IndentedBlock, cst.Module)):
         return None  # an `elif`: its parent is the `if` before it
-    cond = bool_condition(if_node.test, site.facts)
+    cond = bool_condition(without_item(test), site.facts)
     if cond is None:
         return None
     return _where_assign(site, if_node, cond) or _where_return(site, if_node, cond)
+
+
+class _DropItem(cst.CSTTransformer):
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        func = updated_node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "item" and not updated_node.args:
+            return func.value
+        return updated_node
+
+
+def without_item(test: cst.BaseExpression) -> cst.BaseExpression:
+    """The condition with its `.item()` calls dropped, so it stays a tensor torch.where can take."""
+    return test.visit(_DropItem())  # type: ignore[return-value]
 
 
 def _where_assign(site: Site, if_node: cst.If, cond: cst.BaseExpression) -> Edit | None:
@@ -285,14 +304,43 @@ def _single_return_line(statement: cst.BaseStatement | None) -> cst.BaseExpressi
 def where_for_ternary(site: Site) -> Edit | None:
     """`a if c else b` -> `torch.where(c, a, b)`. Unsafe: both sides are computed."""
     ternary = site.parent(site.node)
-    if not isinstance(ternary, cst.IfExp) or ternary.test is not site.node or comments_in(ternary):
+    if not isinstance(ternary, cst.IfExp) or ternary.test is not site.node:
         return None
-    cond = bool_condition(ternary.test, site.facts)
+    return _where_for_ternary(site, ternary, ternary.test)
+
+
+def _where_for_ternary(site: Site, ternary: cst.IfExp, test: cst.BaseExpression) -> Edit | None:
+    if comments_in(ternary):
+        return None
+    cond = bool_condition(without_item(test), site.facts)
     if cond is None or not _tensors(site.facts, ternary.body, ternary.orelse):
         return None
     call = _where(cond, ternary.body, ternary.orelse).with_changes(lpar=ternary.lpar, rpar=ternary.rpar)
     title = f"conditional expression -> torch.where ({UNSAFE_WHERE})"
     return Edit(site.finding, "unsafe", title, [(ternary, call)])
+
+
+# Nodes a condition's value passes through on its way from `.item()` up to the `if` test.
+CONDITION_PARTS = (cst.Comparison, cst.ComparisonTarget, cst.BooleanOperation, cst.UnaryOperation)
+
+
+def where_for_item_test(site: Site) -> Edit | None:
+    """`if t.item() > 0:` (or a conditional expression on it) -> drop `.item()`, then select with
+    torch.where as for TCL103: the seed example. Unsafe for the same reasons."""
+    call = site.node
+    if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value == "item"):
+        return None
+    child: cst.CSTNode = call
+    parent = site.parent(call)
+    while isinstance(parent, CONDITION_PARTS):
+        child, parent = parent, site.parent(parent)
+    if not isinstance(parent, (cst.If, cst.IfExp)) or parent.test is not child:
+        return None
+    test = parent.test
+    edit = _where_for_if(site, parent, test) if isinstance(parent, cst.If) else _where_for_ternary(site, parent, test)
+    if edit is not None:
+        edit.title = f"`.item()` dropped from the condition; {edit.title}"
+    return edit
 
 
 # -- TCL104: `not t` as a value -> torch.logical_not ---------------------------------------------
@@ -366,7 +414,7 @@ def detach_item(site: Site) -> Edit | None:
 
 
 CODEMODS: dict[str, tuple[Codemod, ...]] = {
-    "TCL101": (detach_item,),
+    "TCL101": (detach_item, where_for_item_test),
     "TCL103": (where_for_if, where_for_ternary),
     "TCL104": (logical_not,),
     "TCL201": (guard_call,),

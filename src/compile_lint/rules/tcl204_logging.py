@@ -9,7 +9,9 @@ from compile_lint.analysis.walker import RuleContext
 from compile_lint.rules.base import Example, Rule
 
 EMITTERS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical", "fatal", "log"})
-LOGGER_METHODS = EMITTERS | {"isEnabledFor"}  # measured: any Logger method call breaks with GB0291
+# Measured: any Logger method call breaks with GB0291, including transformers' lru_cache-wrapped
+# `warning_once`/`info_once` extensions (even when the cache would skip the call).
+LOGGER_METHODS = EMITTERS | {"isEnabledFor", "warning_once", "info_once"}
 CONVENTIONAL_NAMES = frozenset({"logger", "log", "_logger", "LOGGER", "_log"})
 LOGGER_FACTORIES = frozenset({"getLogger", "get_logger"})  # logging.getLogger, transformers' logging.get_logger
 GB_LOGGER = "GB0291"  # logging.Logger method not supported for non-export cases
@@ -55,7 +57,7 @@ class LoggingCall(Rule):
     )
     what = (
         "Flags calls of logger methods (`debug`, `info`, `warning`, `error`, `exception`, `critical`, "
-        "`log`, `isEnabledFor`) on a name bound to `logging.getLogger(...)` in the file or conventionally "
+        "`log`, `isEnabledFor`, transformers' `warning_once`) on a name bound to `logging.getLogger(...)` in the file or conventionally "
         "named `logger`/`log`/`_logger`/`LOGGER`, on `logging.getLogger(...)` directly, and the "
         "module-level functions `logging.info(...)` and friends, inside compiled regions. It flags the "
         "call whatever the log level: a disabled `logger.debug` breaks the graph all the same."
@@ -85,6 +87,10 @@ class LoggingCall(Rule):
             "import logging\nlog = logging.getLogger()\n\n@torch.compile\ndef f(x):\n    log.log(logging.INFO, 'x')\n    return x\n"
         ),
         Example("import logging\n\n@torch.compile\ndef f(x):\n    logging.getLogger('m').debug('x')\n    return x\n"),
+        Example(
+            "from transformers.utils import logging\nlogger = logging.get_logger(__name__)\n\n"
+            "@torch.compile\ndef f(x):\n    logger.warning_once('slow')\n    return x\n"
+        ),
         Example(
             "@torch.compile\ndef f(x):\n    audit.error('bad')\n    return x\n\nimport logging\naudit = logging.getLogger('audit')\n"
         ),

@@ -109,7 +109,7 @@ def test_item_detach_is_safe_only_on_the_same_tensor() -> None:
 
 
 def test_item_outside_arithmetic_is_left_alone() -> None:
-    source = "import torch\n@torch.compile\ndef f(x):\n    s = x.sum().item()\n    return x + s\n"
+    source = "import torch\n@torch.compile\ndef f(x):\n    return x.sum().item()\n"
     assert fixed(source) == source
 
 
@@ -147,3 +147,19 @@ def test_item_in_a_condition_is_dropped_and_the_branch_selected() -> None:
     captured = "import torch\ntorch._dynamo.config.capture_scalar_outputs = True\n" + source.split("\n", 1)[1]
     assert [f.code for f in lint_source(captured, "m.py")] == ["TCL103"]
     assert expected in fixed(captured)
+
+
+@pytest.mark.parametrize(
+    ("use", "changed"),
+    [
+        ("return x / scale + x * scale", True),
+        ("return x / scale, scale", False),  # returned as a Python number
+        ("scale = scale * 2\n    return x / scale", False),  # rebound
+        ("return x[: int(scale)]", False),
+    ],
+)
+def test_item_assigned_to_a_name_only_when_every_use_is_tensor_arithmetic(use: str, changed: bool) -> None:
+    source = f"import torch\n@torch.compile\ndef f(x):\n    scale = x.abs().max().item()\n    {use}\n"
+    out = fixed(source)
+    assert ("scale = x.abs().max().detach()" in out) is changed
+    assert fixed(source, ("safe",)) == source

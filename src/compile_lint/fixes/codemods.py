@@ -413,8 +413,58 @@ def detach_item(site: Site) -> Edit | None:
     return Edit(site.finding, "safe" if safe else "unsafe", title, [(call, detached)], needs_torch=False)
 
 
+def detach_item_variable(site: Site) -> Edit | None:
+    """`scale = x.abs().max().item()` -> `... .detach()` when every use of `scale` in the function
+    is an operand of tensor arithmetic (`x / scale`). Unsafe: type promotion as in `detach_item`."""
+    call = site.node
+    if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value == "item"):
+        return None
+    assign = site.parent(call)
+    if not (isinstance(assign, cst.Assign) and assign.value is call and len(assign.targets) == 1):
+        return None
+    target = assign.targets[0].target
+    function = _enclosing_function(site, assign)
+    if not isinstance(target, cst.Name) or function is None:
+        return None
+    uses = [n for n in _names(function.body, target.value) if n is not target]
+    if not uses or not all(_tensor_arithmetic_operand(site, use) for use in uses):
+        return None
+    detached = call.with_changes(func=call.func.with_changes(attr=cst.Name("detach")))
+    title = f"`.item()` -> `.detach()`: `{target.value}` stays a tensor (type promotion may differ)"
+    return Edit(site.finding, "unsafe", title, [(call, detached)], needs_torch=False)
+
+
+def _enclosing_function(site: Site, node: cst.CSTNode) -> cst.FunctionDef | None:
+    parent = site.parent(node)
+    while parent is not None and not isinstance(parent, cst.FunctionDef):
+        parent = site.parent(parent)
+    return parent
+
+
+def _names(node: cst.CSTNode, value: str) -> list[cst.Name]:
+    found: list[cst.Name] = []
+
+    class _Collect(cst.CSTVisitor):
+        def visit_Name(self, name: cst.Name) -> None:
+            if name.value == value:
+                found.append(name)
+
+    node.visit(_Collect())
+    return found
+
+
+def _tensor_arithmetic_operand(site: Site, name: cst.Name) -> bool:
+    """Is `name` read as one side of `+ - * /` whose other side is a tensor? (Any other
+    occurrence, e.g. a rebinding, an attribute or a call argument, is not.)"""
+    operation = site.parent(name)
+    if not isinstance(operation, cst.BinaryOperation) or not isinstance(operation.operator, ARITHMETIC):
+        return False
+    other = operation.right if operation.left is name else operation.left
+    return site.facts.kind(other) is Kind.TENSOR
+
+
 CODEMODS: dict[str, tuple[Codemod, ...]] = {
-    "TCL101": (detach_item, where_for_item_test),
+    "TCL101": (detach_item, detach_item_variable, where_for_item_test),
     "TCL103": (where_for_if, where_for_ternary),
     "TCL104": (logical_not,),
     "TCL201": (guard_call,),

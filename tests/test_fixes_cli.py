@@ -167,3 +167,18 @@ def test_the_seed_example_is_fixed(tmp_path: Path) -> None:
     assert safe.returncode == 0 and "Would fix 0 findings in 0 files (1 more fix with --unsafe-fixes)." in safe.stderr
     done = run("--diff", "--unsafe-fixes", path.name, cwd=tmp_path)
     assert "+    return torch.where(y.sum() > 0, y, -y)  # expect: TCL101\n" in done.stdout
+
+
+def test_bom_tabs_and_symlinks_survive(tmp_path: Path) -> None:
+    bom = tmp_path / "bom.py"
+    bom.write_bytes(b"\xef\xbb\xbf" + SOURCE.replace('"step done"', '"é"').encode())
+    tabs = write(tmp_path, SOURCE.replace("    ", "\t"), name="tabs.py")
+    (tmp_path / "real").mkdir()
+    target = write(tmp_path / "real", SOURCE, name="target.py")
+    (tmp_path / "link.py").symlink_to(target)
+    assert run("--unsafe-fixes", "bom.py", "tabs.py", "link.py", cwd=tmp_path).returncode == 0
+    assert bom.read_bytes().startswith(b"\xef\xbb\xbfimport torch\n") and 'print("é")' in bom.read_text("utf-8-sig")
+    assert "\ty = torch.where(x.sum() > 0, x + 1, x - 1)\n\tif not torch.compiler.is_compiling():\n\t\tprint(" in (
+        tabs.read_text()
+    )
+    assert (tmp_path / "link.py").is_symlink() and SAFE_LINE in target.read_text()

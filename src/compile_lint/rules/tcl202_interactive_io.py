@@ -100,7 +100,7 @@ class InteractiveIO(Rule):
                     self,
                     opened,
                     f"`open(...).{func.attr.value}()` breaks the graph twice: at `open` (GB0059) and at the "
-                    f"method call on the file object (GB0156)",
+                    "method call on the file object (GB0156)",
                     gb_codes=("GB0059", "GB0156"),
                     fix=FIXES["open"],
                 )

@@ -48,6 +48,12 @@ def test_findings_exit_1_with_location_gb_code_and_fix(tmp_path: Path) -> None:
     assert "Found 1 finding" in result.stdout
 
 
+def test_exit_zero_reports_findings_but_exits_0(tmp_path: Path) -> None:
+    write(tmp_path, "step.py", BAD_STEP.format(noqa=""))
+    result = run("step.py", "--no-cache", "--exit-zero", cwd=tmp_path)
+    assert result.returncode == 0 and "TCL101" in result.stdout
+
+
 def test_clean_file_exits_0(tmp_path: Path) -> None:
     write(tmp_path, "ok.py", "import torch\n\n@torch.compile\ndef f(x):\n    return x + 1\n")
     result = run("ok.py", "--no-cache", cwd=tmp_path)

@@ -36,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--ignore", type=_codes, help="never report codes with these prefixes")
     parser.add_argument("-j", "--jobs", type=int, default=1, help="lint files in N processes (0: one per core)")
     parser.add_argument("--no-cache", action="store_true", help="do not read or write the summary cache")
+    parser.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings (errors still exit 2)")
     parser.add_argument("--fix", action="store_true", help="apply the safe fixes, then report what is left")
     parser.add_argument(
         "--unsafe-fixes",
@@ -138,7 +139,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return docs.main(argv, console)
         args = build_parser().parse_args(argv)
-        return run_check(args, console)
+        code = run_check(args, console)
+        return EXIT_CLEAN if args.exit_zero and code == EXIT_FINDINGS else code
     except ConfigError as error:
         message = f"compile-lint: configuration error: {error}"
         errors.print(message, highlight=False, markup=False, soft_wrap=True)

@@ -95,31 +95,30 @@ def plan_fixes(paths: list[str], config: Config, allowed: set[Safety]) -> Plan:
     summaries: dict[str, FileSummary] = {path: analyze_source(path, text) for path, text in texts.items()}
     applied: dict[str, list[Edit]] = {path: [] for path in sources}
     plan = Plan()
-    broken: set[str] = set()
+    withheld: dict[str, int] = {}
+    pending = set(sources)  # an edit changes findings only in its own file: later rounds redo those
     for _ in range(MAX_ROUNDS):
         project = ProjectContext(list(summaries.values()), flags=config.flags(), extra_regions=config.extra_regions)
         by_path: dict[str, list[Finding]] = {}
         for finding in _selected(project.findings(), config, texts):
             by_path.setdefault(finding.path, []).append(finding)
-        plan.withheld = 0
-        changed = False
-        for path, findings in by_path.items():
-            if path in broken:
-                continue
+        changed: set[str] = set()
+        for path in sorted(pending & set(by_path)):
             try:
-                result = fix_text(texts[path], findings, allowed)
+                result = fix_text(texts[path], by_path[path], allowed)
             except FixError as error:
                 plan.errors.append(f"{path}: not fixed: {error}")
-                broken.add(path)
                 continue
-            plan.withheld += len(result.withheld)
+            withheld[path] = len(result.withheld)
             if result.applied:
                 texts[path] = result.text
                 summaries[path] = analyze_source(path, result.text)
                 applied[path].extend(result.applied)
-                changed = True
+                changed.add(path)
         if not changed:
             break
+        pending = changed
+    plan.withheld = sum(withheld.values())
     plan.files = [FilePlan(sources[p], texts[p], applied[p]) for p in sources if texts[p] != sources[p].text]
     return plan
 

@@ -26,8 +26,10 @@ FIXTURES = sorted(
     if "def compile_lint_targets" in p.read_text(encoding="utf-8")
 )
 BARE = """
-import importlib, sys
+import functools, importlib, sys
 import torch, torch._dynamo
+# decorators in the fixtures compile with the eager backend too, as under --confirm
+torch.compile = functools.partial(torch.compile, backend="eager")
 for path in sys.argv[1:]:
     folder, _, name = path.rpartition("/")
     sys.path.insert(0, folder)
@@ -37,16 +39,18 @@ for path in sys.argv[1:]:
         fn = getattr(fn, "_torchdynamo_orig_callable", getattr(fn, "_orig_mod", fn))
         args = entry[1] if isinstance(entry[1], (tuple, list)) else (entry[1],)
         torch._dynamo.reset()
-        torch.compile(fn, backend="eager")(*args, **(entry[2] if len(entry) == 3 else {}))
+        torch.compile(fn)(*args, **(entry[2] if len(entry) == 3 else {}))
 """
 
 
-def timed(command: list[str]) -> tuple[float, float]:
+def timed(command: list[str], ok: tuple[int, ...]) -> tuple[float, float]:
     """(wall seconds, CPU seconds of the process and everything it waited for, e.g. the worker)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    subprocess.run(command, cwd=ROOT, stdin=subprocess.DEVNULL, capture_output=True, check=False)
+    done = subprocess.run(command, cwd=ROOT, stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False)
     wall = time.perf_counter() - start
+    if done.returncode not in ok:  # a failed run would time the failure, not the work
+        sys.exit(f"{command[1:3]} exited with {done.returncode}:\n{done.stderr[-2000:]}")
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
@@ -57,8 +61,8 @@ def measure(label: str, files: list[str], repeats: int) -> None:
     confirm = [sys.executable, "-m", "compile_lint.cli", "--confirm", "--format", "json", *files, *targets]
     bare_runs, confirm_runs = [], []
     for _ in range(repeats):  # interleaved, so machine load affects both alike
-        bare_runs.append(timed(bare))
-        confirm_runs.append(timed(confirm))
+        bare_runs.append(timed(bare, ok=(0,)))
+        confirm_runs.append(timed(confirm, ok=(0, 1)))
     print(f"{label}: {len(files)} file(s)")
     for kind, index in (("wall", 0), ("CPU", 1)):
         bare_median = statistics.median(run[index] for run in bare_runs)

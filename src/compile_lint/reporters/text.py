@@ -109,8 +109,8 @@ def render_confirm_summary(console: Console, targets: list[TargetReport], findin
         for variation in target.recompiles:
             reason = f" ({variation['reasons'][0]})" if variation["reasons"] else ""
             counts = f"{variation['recompiled_calls']}/{variation['calls']} calls recompiled{reason}"
-            outcome = "no recompile" if variation["free_dims"] else counts
-            line = f"  {target.label}: varying {variation['trigger']}: {outcome}"
+            seen = "no recompile" if variation["free_dims"] else counts
+            line = f"  {target.label}: varying {variation['trigger']}: {seen}"
             console.print(Text(line), soft_wrap=True)
             suggestion = Text("      = suggest: ", style="dim") + Text(variation["suggestion"], style="green")
             console.print(suggestion, soft_wrap=True)

@@ -10,6 +10,7 @@ Fixability = Literal["safe", "unsafe", "no"]
 # keeps the two in step). "safe": `--fix` applies it; "unsafe": only `--unsafe-fixes` does.
 FIXABLE: dict[str, Fixability] = {
     "TCL101": "safe",  # `x / x.abs().max().item()` -> `.detach()`; other operands: unsafe
+    "TCL102": "unsafe",  # `if bool(t):` / `float(t) > 0` conditions, as TCL103 below
     "TCL103": "unsafe",  # torch.where computes both branches
     "TCL104": "unsafe",  # `not t` -> torch.logical_not(t): a bool tensor instead of a Python bool
     "TCL201": "unsafe",  # the guarded print no longer runs under compile

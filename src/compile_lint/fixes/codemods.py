@@ -213,23 +213,34 @@ def _where_for_if(site: Site, if_node: cst.If, test: cst.BaseExpression) -> Edit
         return None
     if not isinstance(site.parent(if_node), (cst.IndentedBlock, cst.Module)):
         return None  # an `elif`: its parent is the `if` before it
-    cond = bool_condition(without_item(test), site.facts)
+    cond = bool_condition(without_scalar_reads(test), site.facts)
     if cond is None:
         return None
     return _where_assign(site, if_node, cond) or _where_return(site, if_node, cond)
 
 
-class _DropItem(cst.CSTTransformer):
+def scalar_read(node: cst.CSTNode) -> cst.BaseExpression | None:
+    """`t` for `t.item()`, `float(t)` or `bool(t)`: reads that keep the value (unlike `int(t)`,
+    which truncates), so a condition on them means the same on `t` itself."""
+    if not isinstance(node, cst.Call):
+        return None
+    func = node.func
+    if isinstance(func, cst.Attribute) and func.attr.value == "item" and not node.args:
+        return func.value
+    if isinstance(func, cst.Name) and func.value in ("float", "bool") and len(node.args) == 1:
+        arg = node.args[0]
+        return arg.value if arg.keyword is None and not arg.star else None
+    return None
+
+
+class _DropScalarReads(cst.CSTTransformer):
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
-        func = updated_node.func
-        if isinstance(func, cst.Attribute) and func.attr.value == "item" and not updated_node.args:
-            return func.value
-        return updated_node
+        return scalar_read(updated_node) or updated_node
 
 
-def without_item(test: cst.BaseExpression) -> cst.BaseExpression:
-    """The condition with its `.item()` calls dropped, so it stays a tensor torch.where can take."""
-    return test.visit(_DropItem())  # type: ignore[return-value]
+def without_scalar_reads(test: cst.BaseExpression) -> cst.BaseExpression:
+    """The condition with `.item()`/`float()`/`bool()` dropped: a tensor torch.where can take."""
+    return test.visit(_DropScalarReads())  # type: ignore[return-value]
 
 
 def _where_assign(site: Site, if_node: cst.If, cond: cst.BaseExpression) -> Edit | None:
@@ -312,7 +323,7 @@ def where_for_ternary(site: Site) -> Edit | None:
 def _where_for_ternary(site: Site, ternary: cst.IfExp, test: cst.BaseExpression) -> Edit | None:
     if comments_in(ternary):
         return None
-    cond = bool_condition(without_item(test), site.facts)
+    cond = bool_condition(without_scalar_reads(test), site.facts)
     if cond is None or not _tensors(site.facts, ternary.body, ternary.orelse):
         return None
     call = _where(cond, ternary.body, ternary.orelse).with_changes(lpar=ternary.lpar, rpar=ternary.rpar)
@@ -324,11 +335,12 @@ def _where_for_ternary(site: Site, ternary: cst.IfExp, test: cst.BaseExpression)
 CONDITION_PARTS = (cst.Comparison, cst.ComparisonTarget, cst.BooleanOperation, cst.UnaryOperation)
 
 
-def where_for_item_test(site: Site) -> Edit | None:
-    """`if t.item() > 0:` (or a conditional expression on it) -> drop `.item()`, then select with
-    torch.where as for TCL103: the seed example. Unsafe for the same reasons."""
+def where_for_scalar_test(site: Site) -> Edit | None:
+    """`if t.item() > 0:` / `if bool(t):` / `... if float(t) > 0 else ...` -> drop the read, then
+    select with torch.where as for TCL103 (the seed example). Unsafe for the same reasons, and
+    a float32 value compared with a Python float is now compared in float32."""
     call = site.node
-    if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value == "item"):
+    if scalar_read(call) is None:
         return None
     child: cst.CSTNode = call
     parent = site.parent(call)
@@ -339,7 +351,7 @@ def where_for_item_test(site: Site) -> Edit | None:
     test = parent.test
     edit = _where_for_if(site, parent, test) if isinstance(parent, cst.If) else _where_for_ternary(site, parent, test)
     if edit is not None:
-        edit.title = f"`.item()` dropped from the condition; {edit.title}"
+        edit.title = f"scalar read dropped from the condition; {edit.title}"
     return edit
 
 
@@ -464,7 +476,8 @@ def _tensor_arithmetic_operand(site: Site, name: cst.Name) -> bool:
 
 
 CODEMODS: dict[str, tuple[Codemod, ...]] = {
-    "TCL101": (detach_item, detach_item_variable, where_for_item_test),
+    "TCL101": (detach_item, detach_item_variable, where_for_scalar_test),
+    "TCL102": (where_for_scalar_test,),
     "TCL103": (where_for_if, where_for_ternary),
     "TCL104": (logical_not,),
     "TCL201": (guard_call,),

@@ -150,3 +150,27 @@ def test_guarded_print_still_prints_eagerly(tmp_path: Path, capsys: pytest.Captu
     copy.write_text(plan.files[0].text, encoding="utf-8")
     load(copy, "print_fixed").noisy(torch.ones(2, 2))
     assert "relu done" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64", "int32", "int64", "uint8"])
+@pytest.mark.parametrize("shape", [(), (5,), (3, 4)])
+@pytest.mark.parametrize(
+    ("op", "reduce"), [("/", "abs().max"), ("*", "max"), ("+", "min"), ("-", "amax"), ("/", "mean"), ("*", "std")]
+)
+def test_safe_detach_rewrite_is_bitwise_identical(dtype: str, shape: tuple[int, ...], op: str, reduce: str) -> None:
+    """What makes the `.item()` -> `.detach()` rewrite "safe": same dtype and bit-identical values
+    (or the same error) for every dtype, including 0-d inputs, where a 0-d tensor could promote."""
+    torch.manual_seed(0)
+    x = (torch.randn(shape) * 50).to(getattr(torch, dtype))
+    results = []
+    for read in ("item", "detach"):
+        try:
+            results.append(eval(f"x {op} x.{reduce}().{read}()", {"x": x}))
+        except RuntimeError as error:  # e.g. mean/std of an integer tensor: must fail both ways
+            results.append(type(error))
+    item, detached = results
+    if isinstance(item, torch.Tensor):
+        assert isinstance(detached, torch.Tensor) and detached.dtype == item.dtype
+        assert torch.equal(detached, item) or (item.isnan().all() and detached.isnan().all())
+    else:
+        assert item == detached

@@ -192,6 +192,7 @@ def run(args: argparse.Namespace, config: Config, console: Console) -> int:
     if args.diff:
         for file in plan.files:
             sys.stdout.write(file.diff())
+        sys.stdout.flush()  # the diff before the summary on stderr
         fixes = sum(len(f.applied) for f in plan.files)
         _print_errors(plan, log)
         log.print(f"Would fix {_count(fixes, 'finding')} in {_count(len(plan.files), 'file')}{hint}.", highlight=False)

@@ -109,6 +109,9 @@ def plan_fixes(paths: list[str], config: Config, allowed: set[Safety]) -> Plan:
             except FixError as error:
                 plan.errors.append(f"{path}: not fixed: {error}")
                 continue
+            except Exception as error:  # a codemod bug costs this file its fixes, not the whole run
+                plan.errors.append(f"{path}: not fixed: internal error: {type(error).__name__}: {error}")
+                continue
             withheld[path] = len(result.withheld)
             if result.applied:
                 texts[path] = result.text

@@ -214,3 +214,29 @@ def test_no_inputs_says_how_to_give_them() -> None:
         function_target(FakeModule, "counted", [2, 3])
     with pytest.raises(NoInputs, match=r"`Widths\(\)` failed .*give it inputs"):
         module_target(FakeModule, "Widths", [2, 3])
+
+
+def scaled(x: torch.Tensor, factor: float = 2.0) -> torch.Tensor:
+    return x * factor
+
+
+class Doubler(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * 2
+
+
+def test_guard_rejections_say_whether_a_call_would_recompile_without_compiling() -> None:
+    from compile_lint.confirm.probe import guard_rejections
+
+    torch._dynamo.reset()
+    x = torch.randn(3, 4)
+    assert guard_rejections(scaled, (x,), {}) is None  # nothing cached yet: unknown
+    torch.compile(scaled, backend="eager")(x)
+    assert guard_rejections(scaled, (x,), {}) == []
+    (reason,) = guard_rejections(scaled, (x.double(),), {}) or [None]
+    assert reason is not None and "dtype mismatch" in reason
+    model = Doubler()
+    torch.compile(model, backend="eager")(x)
+    assert guard_rejections(model, (x,), {}) == []
+    assert "dtype mismatch" in (guard_rejections(model, (x.double(),), {}) or [""])[0]
+    torch._dynamo.reset()

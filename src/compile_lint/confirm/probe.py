@@ -3,8 +3,9 @@
 First, in the break run's compiled state (default settings): the same inputs again, to catch
 state that changes on every call (a module counter), and each Python scalar argument changed
 twice. Then one compile with every tensor size dynamic, in which each dimension grows twice
-(4 -> 5 -> 6) and each float tensor is cast to float64: a size that still recompiles there is
-specialized by the code. (By default Dynamo compiles sizes statically and recompiles once per
+(4 -> 5 -> 6): a size that still recompiles there is specialized by the code. Casting each float
+tensor to float64 is checked against the cached graphs' own guards, which says whether the call
+would recompile, and why, without paying for the compile. (By default Dynamo compiles sizes statically and recompiles once per
 dimension on the first new size, "automatic dynamic"; probing that per dimension would cost a
 compile each, which is most of `--confirm`'s time, for an answer Dynamo documents.)
 Recompiles and their guard-failure reasons come from Dynamo's recompiles log.
@@ -12,6 +13,7 @@ Recompiles and their guard-failure reasons come from Dynamo's recompiles log.
 
 from __future__ import annotations
 
+import inspect
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -50,7 +52,7 @@ Slot = tuple[int | str, str]  # positional index or keyword, and the parameter's
 
 
 def probe(
-    call: Call, args: tuple[Any, ...], kwargs: dict[str, Any], names: list[str], log: DynamoLog
+    call: Call, original: Any, args: tuple[Any, ...], kwargs: dict[str, Any], names: list[str], log: DynamoLog
 ) -> list[Variation]:
     """Variations that recompiled, and per tensor the dimensions that vary freely once dynamic.
 
@@ -72,12 +74,18 @@ def probe(
             return [v for v in found if v.recompiled_calls]
         for slot, value in slots:
             if isinstance(value, torch.Tensor):
-                found.extend(_tensor_variations(call, args, kwargs, slot, value, log))
+                found.extend(_tensor_variations(call, original, args, kwargs, slot, value, log))
     return [v for v in found if v.recompiled_calls or v.free_dims]
 
 
 def _tensor_variations(
-    call: Call, args: tuple[Any, ...], kwargs: dict[str, Any], slot: Slot, value: torch.Tensor, log: DynamoLog
+    call: Call,
+    original: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    slot: Slot,
+    value: torch.Tensor,
+    log: DynamoLog,
 ) -> list[Variation]:
     name = slot[1]
     found = []
@@ -116,20 +124,44 @@ def _tensor_variations(
         )
     if value.is_floating_point() and value.dtype != torch.float64:
         cast = f"each dtype of `{name}` compiles its own graph: cast once, before the compiled call"
-        dtype = str(value.dtype).removeprefix("torch.")
-        found.append(
-            _vary(
-                call,
-                args,
-                kwargs,
-                slot,
-                [value.double()],
-                Variation(f"{name} dtype ({dtype} -> float64)"),
-                log,
-                (cast, cast),
-            )
-        )
+        variation = Variation(f"{name} dtype ({str(value.dtype).removeprefix('torch.')} -> float64)")
+        args_, kwargs_ = _changed(args, kwargs, slot[0], value.double())
+        rejections = guard_rejections(original, args_, kwargs_)
+        if rejections is None:  # nothing to check the guards of: compile to see
+            found.append(_vary(call, args, kwargs, slot, [value.double()], variation, log, (cast, cast)))
+        elif rejections:
+            variation.calls = variation.recompiled_calls = 1
+            variation.reasons = rejections[:MAX_REASONS]
+            variation.suggestion = cast
+            found.append(variation)
     return found
+
+
+def guard_rejections(original: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[str] | None:
+    """Would calling with these arguments recompile? Dynamo's own guards of the graphs cached for
+    `original`'s code, checked without compiling: [] if one graph accepts them, else each graph's
+    failed guard; None when nothing is cached for that code (the caller compiles to find out)."""
+    function = type(original).forward if isinstance(original, torch.nn.Module) else original
+    bound_self = original if isinstance(original, torch.nn.Module) else getattr(original, "__self__", None)
+    function = getattr(function, "__func__", function)
+    code = getattr(function, "__code__", None)
+    if code is None:
+        return None
+    entries = torch._dynamo.eval_frame._debug_get_cache_entry_list(code)
+    if not entries:
+        return None
+    try:
+        bound = inspect.signature(function).bind(*((bound_self,) if bound_self is not None else ()), *args, **kwargs)
+    except TypeError:
+        return None
+    bound.apply_defaults()
+    reasons = []
+    for entry in entries:
+        verdict = entry.guard_manager.check_verbose(dict(bound.arguments))
+        if verdict.result:
+            return []
+        reasons.extend(verdict.verbose_code_parts[:1])
+    return reasons
 
 
 def _repeat(call: Call, args: tuple[Any, ...], kwargs: dict[str, Any], log: DynamoLog) -> Variation:
@@ -187,10 +219,8 @@ def _vary(
     log: DynamoLog,
     advice: tuple[str, str],
 ) -> Variation:
-    key = slot[0]
     for value in values:
-        changed_args = tuple(value if i == key else a for i, a in enumerate(args))
-        changed_kwargs = {k: value if k == key else v for k, v in kwargs.items()}
+        changed_args, changed_kwargs = _changed(args, kwargs, slot[0], value)
         try:
             _observe(variation, lambda a=changed_args, k=changed_kwargs: call(a, k), log)  # type: ignore[misc]
         except Exception:
@@ -200,6 +230,14 @@ def _vary(
     naming = re.compile(rf"\b{re.escape(slot[1])}\b")
     variation.reasons = sorted(variation.reasons, key=lambda r: naming.search(r) is None)[:MAX_REASONS]
     return variation
+
+
+def _changed(
+    args: tuple[Any, ...], kwargs: dict[str, Any], key: int | str, value: Any
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    return tuple(value if i == key else a for i, a in enumerate(args)), {
+        k: value if k == key else v for k, v in kwargs.items()
+    }
 
 
 def _observe(variation: Variation, run: Callable[[], object], log: DynamoLog) -> None:

@@ -170,7 +170,8 @@ def run_target(made: Made, spec: dict[str, Any], files: set[str]) -> dict[str, A
         result["breaks"] = [break_record(b, files) for b in log.breaks]
         result.update(fullgraph(target, backend, files) if log.breaks else {"one_graph": True, "fullgraph_error": ""})
         fn = compiled(target, backend)
-        variations = probe(lambda a, k: fn(*a, **k), target.args, target.kwargs, parameter_names(target.fn), log)
+        names = parameter_names(target.fn)
+        variations = probe(lambda a, k: fn(*a, **k), unwrapped(target.fn), target.args, target.kwargs, names, log)
         result["recompiles"] = [{**asdict(v), "every_call": v.every_call} for v in variations]
     return {**result, "outcome": "ok"}
 

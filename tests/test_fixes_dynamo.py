@@ -83,6 +83,12 @@ def as_tensors(value: Any) -> Any:
     return value
 
 
+@pytest.fixture(autouse=True)
+def no_debugger(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`breakpoint()` in a fixture must not stop the test run."""
+    monkeypatch.setenv("PYTHONBREAKPOINT", "0")
+
+
 @pytest.fixture(params=FIX_FIXTURES, ids=lambda p: p.stem)
 def fixed_pair(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[Path, Path, str, set[str]]:
     original = request.param
@@ -146,7 +152,7 @@ def test_guarded_print_still_prints_eagerly(tmp_path: Path, capsys: pytest.Captu
     shutil.copyfile(source, copy)
     plan = plan_fixes([str(copy)], Config(root=tmp_path), {"safe", "unsafe"})
     codes = sorted(e.finding.code for e in plan.files[0].applied)
-    assert codes == ["TCL201", "TCL201", "TCL204", "TCL204", "TCL205"]
+    assert codes == ["TCL201", "TCL201", "TCL202", "TCL204", "TCL204", "TCL205"]
     copy.write_text(plan.files[0].text, encoding="utf-8")
     load(copy, "print_fixed").noisy(torch.ones(2, 2))
     assert "relu done" in capsys.readouterr().out

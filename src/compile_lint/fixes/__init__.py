@@ -14,6 +14,7 @@ FIXABLE: dict[str, Fixability] = {
     "TCL103": "unsafe",  # torch.where computes both branches
     "TCL104": "unsafe",  # `not t` -> torch.logical_not(t): a bool tensor instead of a Python bool
     "TCL201": "unsafe",  # the guarded print no longer runs under compile
+    "TCL202": "unsafe",  # `breakpoint()` then only stops in eager runs
     "TCL204": "unsafe",  # likewise for logging calls
     "TCL205": "unsafe",  # and for warnings.warn
 }

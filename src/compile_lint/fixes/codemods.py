@@ -386,6 +386,15 @@ def guard_call(site: Site) -> Edit | None:
     return Edit(site.finding, "unsafe", title, [(line, guard)], guards=[guard])
 
 
+def guard_breakpoint(site: Site) -> Edit | None:
+    """`breakpoint()` -> stops only in eager runs (TCL202 also covers `input()`/`open()`, whose
+    results matter: those are left alone)."""
+    call = site.node
+    if isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value == "breakpoint":
+        return guard_call(site)
+    return None
+
+
 # -- TCL101: `.item()` feeding tensor arithmetic -> `.detach()` ----------------------------------
 def _same_dtype_root(expr: cst.BaseExpression) -> cst.BaseExpression:
     """Strip trailing dtype-preserving no-argument method calls: `x.abs().max()` -> `x`."""
@@ -481,6 +490,7 @@ CODEMODS: dict[str, tuple[Codemod, ...]] = {
     "TCL103": (where_for_if, where_for_ternary),
     "TCL104": (logical_not,),
     "TCL201": (guard_call,),
+    "TCL202": (guard_breakpoint,),
     "TCL204": (guard_call,),
     "TCL205": (guard_call,),
 }

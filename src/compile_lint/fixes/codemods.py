@@ -201,7 +201,8 @@ UNSAFE_WHERE = "evaluates both branches"
 def where_for_if(site: Site) -> Edit | None:
     """`if c: y = a else: y = b` -> `y = torch.where(c, a, b)` (also `if c: y = a` alone, keeping y
     otherwise), and `if c: return a else: return b` or `if c: return a` + `return b` ->
-    `return torch.where(c, a, b)`. Unsafe: both branches are computed, and their shapes broadcast."""
+    `return torch.where(c, a, b)`. Unsafe: both branches are computed (cost; an inf/NaN in the
+    branch not taken reaches the gradient), and the two sides' shapes broadcast and dtypes promote."""
     if_node = site.parent(site.node)
     if not isinstance(if_node, cst.If) or if_node.test is not site.node:
         return None

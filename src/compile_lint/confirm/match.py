@@ -29,7 +29,7 @@ class Observed:
 @dataclass
 class Matched:
     findings: list[Finding]
-    confirming: dict[int, tuple[dict[str, Any], str]]  # id(finding) -> the break that confirmed it
+    confirmed_by: list[tuple[Finding, dict[str, Any], str]]  # (finding, the break, its run) for repro scripts
 
 
 def match(findings: list[Finding], observed: Observed, linted: dict[str, str]) -> Matched:
@@ -37,16 +37,16 @@ def match(findings: list[Finding], observed: Observed, linted: dict[str, str]) -
     used: set[int] = set()  # indices of breaks that confirmed a finding
     used_recompiles: set[int] = set()
     out: list[Finding] = []
-    confirming: dict[int, tuple[dict[str, Any], str]] = {}
+    confirmed_by: list[tuple[Finding, dict[str, Any], str]] = []
     sources = _Sources()
     for finding in findings:
         updated, hit = _status(finding, observed, used, used_recompiles, sources)
         out.append(updated)
         if hit is not None:
-            confirming[id(updated)] = hit
+            confirmed_by.append((updated, *hit))
     out.extend(_dynamic_only(observed, used, linted, sources))
     out.extend(_recompile_findings(observed, used_recompiles, linted, sources))
-    return Matched(sorted(out, key=lambda f: f.sort_key), confirming)
+    return Matched(sorted(out, key=lambda f: f.sort_key), confirmed_by)
 
 
 def _status(

@@ -3,11 +3,11 @@
 First, in the break run's compiled state (default settings): the same inputs again, to catch
 state that changes on every call (a module counter), and each Python scalar argument changed
 twice. Then one compile with every tensor size dynamic, in which each dimension grows twice
-(4 -> 5 -> 6): a size that still recompiles there is specialized by the code. Casting each float
-tensor to float64 is checked against the cached graphs' own guards, which says whether the call
-would recompile, and why, without paying for the compile. (By default Dynamo compiles sizes statically and recompiles once per
-dimension on the first new size, "automatic dynamic"; probing that per dimension would cost a
-compile each, which is most of `--confirm`'s time, for an answer Dynamo documents.)
+(4 -> 5 -> 6): a size that still recompiles there is specialized by the code. (By default Dynamo
+compiles sizes statically and recompiles once per dimension on the first new size, "automatic
+dynamic"; probing that per dimension would cost a compile each, most of `--confirm`'s time, for
+an answer Dynamo documents.) Casting each float tensor to float64 is checked against the cached
+graphs' own guards, which say whether the call would recompile, and why, without compiling.
 Recompiles and their guard-failure reasons come from Dynamo's recompiles log.
 """
 

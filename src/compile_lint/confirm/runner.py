@@ -50,9 +50,14 @@ class Worker:
         self.buffer = b""
         self.environment: dict[str, Any] = {}  # filled by the worker's first line, once torch is imported
 
-    def run(self, request: dict[str, Any], timeout: float) -> dict[str, Any]:
+    def ready(self) -> dict[str, Any]:
+        """Wait for torch to import; the worker's first line describes its environment."""
         if not self.environment:
             self.environment = self._read(STARTUP_TIMEOUT)["ready"]
+        return self.environment
+
+    def run(self, request: dict[str, Any], timeout: float) -> dict[str, Any]:
+        self.ready()
         assert self.process.stdin is not None
         try:
             self.process.stdin.write(json.dumps(request).encode() + b"\n")
@@ -129,6 +134,17 @@ class WorkerPool:
         except WorkerFailure as failure:
             self.worker = None
             return {"outcome": failure.outcome, "error": str(failure)}
+
+    def describe(self) -> dict[str, Any]:
+        """Python, torch, CUDA and logging facts from a worker (waiting for one if no target ran)."""
+        if not self.environment:
+            try:
+                self.start()
+                assert self.worker is not None
+                self.environment = self.worker.ready()
+            except WorkerFailure:
+                self.worker = None
+        return self.environment
 
     def close(self) -> None:
         if self.worker is not None:

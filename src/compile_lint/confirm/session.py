@@ -83,16 +83,14 @@ def confirm(paths: list[str], config: Config, options: ConfirmOptions, progress:
                 reply = pool.run(request)
                 reports.extend(_collect(spec, reply, observed, runs, covered, options.backend))
             progress.advance(spec.label)
+        versions = pool.describe()
     finally:
         pool.close()
     matched = match(static, observed, linted)
-    environment = {**pool.environment, "targets": [vars(r) for r in reports]}
-    result = ConfirmResult(matched.findings, len(files), reports, environment)
+    result = ConfirmResult(matched.findings, len(files), reports, {**versions, "targets": [vars(r) for r in reports]})
     if options.repro_dir is not None:
-        confirmed = [
-            (f, *_with_run(matched.confirming[id(f)], runs)) for f in matched.findings if id(f) in matched.confirming
-        ]
-        result.repro_scripts = write_all(options.repro_dir, confirmed, pool.environment)
+        confirmed = [(finding, brk, runs[run]) for finding, brk, run in matched.confirmed_by]
+        result.repro_scripts = write_all(options.repro_dir, confirmed, versions)
     return result
 
 
@@ -106,13 +104,6 @@ def _plan(
     explicit = explicit_specs(options.targets, Path.cwd()) + explicit_specs(config.confirm.targets, config.root)
     automatic, unrunnable = automatic_specs(project)
     return files, explicit + automatic, unrunnable, project
-
-
-def _with_run(
-    hit: tuple[dict[str, Any], str], runs: dict[str, dict[str, Any]]
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    brk, run_id = hit
-    return brk, runs[run_id]
 
 
 def _collect(

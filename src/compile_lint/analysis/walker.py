@@ -79,7 +79,8 @@ class RuleContext:
                 fix or rule.fix,
             )
         )
-        self.reported.add(id(node))
+        if condition == "always":  # a report that a flag may drop must not hide others' findings
+            self.reported.add(id(node))
 
 
 def compiling_polarity(test: cst.BaseExpression, imports: ImportMap) -> bool | None:

@@ -51,30 +51,38 @@ Call = Callable[[tuple[Any, ...], dict[str, Any]], object]
 Slot = tuple[int | str, str]  # positional index or keyword, and the parameter's name
 
 
-def probe(
-    call: Call, original: Any, args: tuple[Any, ...], kwargs: dict[str, Any], names: list[str], log: DynamoLog
-) -> list[Variation]:
-    """Variations that recompiled, and per tensor the dimensions that vary freely once dynamic.
-
-    `call` has just run `args` under the default settings (the break run)."""
-    slots = list(_slots(args, kwargs, names))
-    found = [_repeat(call, args, kwargs, log)]
-    if found[0].every_call:
-        return found  # every call recompiles anyway: no variation could be told apart
-    for slot, value in slots:
+def probe_calls(
+    call: Call, args: tuple[Any, ...], kwargs: dict[str, Any], names: list[str], log: DynamoLog
+) -> tuple[list[Variation], bool]:
+    """The variations that recompiled, and whether the same inputs recompile on every call (then
+    nothing else can be told apart). `call` has just run `args` under the default settings."""
+    repeat = _repeat(call, args, kwargs, log)
+    if repeat.every_call:
+        return [repeat], True
+    found = [repeat]
+    for slot, value in _slots(args, kwargs, names):
         for trigger, values, advice in _scalar_variants(slot[1], value):
             found.append(_vary(call, args, kwargs, slot, values, Variation(trigger), log, advice))
-    if not any(isinstance(value, torch.Tensor) for _, value in slots):
-        return [v for v in found if v.recompiled_calls]
+    return [v for v in found if v.recompiled_calls], False
+
+
+def probe_sizes(
+    call: Call, original: Any, args: tuple[Any, ...], kwargs: dict[str, Any], names: list[str], log: DynamoLog
+) -> list[Variation]:
+    """From a fresh compile with every size dynamic: dimensions that still recompile, those that
+    vary freely, and dtype changes (checked against the cached guards)."""
+    tensors = [(slot, value) for slot, value in _slots(args, kwargs, names) if isinstance(value, torch.Tensor)]
+    if not tensors:
+        return []
     torch._dynamo.reset()
+    found = []
     with torch._dynamo.config.patch(assume_static_by_default=False):
         try:
             call(args, kwargs)
         except Exception:
-            return [v for v in found if v.recompiled_calls]
-        for slot, value in slots:
-            if isinstance(value, torch.Tensor):
-                found.extend(_tensor_variations(call, original, args, kwargs, slot, value, log))
+            return []  # the code does not compile with symbolic sizes: nothing to vary
+        for slot, value in tensors:
+            found.extend(_tensor_variations(call, original, args, kwargs, slot, value, log))
     return [v for v in found if v.recompiled_calls or v.free_dims]
 
 

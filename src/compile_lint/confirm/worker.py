@@ -35,7 +35,7 @@ from compile_lint.confirm.inputs import (
     parameter_names,
     unwrapped,
 )
-from compile_lint.confirm.probe import probe
+from compile_lint.confirm.probe import probe_calls, probe_sizes
 from compile_lint.confirm.targets import Target, TargetError, compiled, targets_from_factory
 
 LOGGING = "graph_breaks and recompiles artifacts via torch._logging.set_logs, captured by handlers"
@@ -161,17 +161,23 @@ def run_target(made: Made, spec: dict[str, Any], files: set[str]) -> dict[str, A
     result["executed"] = {os.path.realpath(f): sorted(lines) for f, lines in executed.items()}
     torch._dynamo.reset()
     before = graph_count()
+    fn = compiled(target, backend)
+
+    def call(args: tuple[Any, ...], kwargs: dict[str, Any]) -> object:  # the probes vary the arguments
+        return fn(*args, **kwargs)
+
+    names = parameter_names(target.fn)
     with capture_dynamo_log() as log:
         try:
-            compiled(target, backend)(*target.args, **target.kwargs)
+            call(target.args, target.kwargs)
         except Exception as error:
             return {**result, "outcome": "raised", "error": "under torch.compile: " + describe_error(error, files)}
         result["graphs"] = graph_count() - before
         result["breaks"] = [break_record(b, files) for b in log.breaks]
+        variations, every_call = probe_calls(call, target.args, target.kwargs, names, log)  # same compiled state
         result.update(fullgraph(target, backend, files) if log.breaks else {"one_graph": True, "fullgraph_error": ""})
-        fn = compiled(target, backend)
-        names = parameter_names(target.fn)
-        variations = probe(lambda a, k: fn(*a, **k), unwrapped(target.fn), target.args, target.kwargs, names, log)
+        if not every_call:
+            variations += probe_sizes(call, unwrapped(target.fn), target.args, target.kwargs, names, log)
         result["recompiles"] = [{**asdict(v), "every_call": v.every_call} for v in variations]
     return {**result, "outcome": "ok"}
 

@@ -41,6 +41,7 @@ class Variation:
     suggestion: str = ""
     hint: str = ""  # Dynamo's own advice attached to the guard, if any
     free_dims: list[int] = field(default_factory=list)  # dimensions that varied with no recompile
+    other_recompiles: int = 0  # recompiles whose guards blame something else (e.g. a branch's data)
 
     @property
     def every_call(self) -> bool:
@@ -62,7 +63,8 @@ def probe_calls(
     found = [repeat]
     for slot, value in _slots(args, kwargs, names):
         for trigger, values, advice in _scalar_variants(slot[1], value):
-            found.append(_vary(call, args, kwargs, slot, values, Variation(trigger), log, advice))
+            variation = Variation(trigger)
+            found.append(_vary(call, args, kwargs, slot, values, variation, log, advice, caused=_naming(slot[1])))
     return [v for v in found if v.recompiled_calls], False
 
 
@@ -115,6 +117,7 @@ def _tensor_variations(
             Variation(f"{name} dim {dim} ({size} -> {size + 1} -> {size + 2})"),
             log,
             advice,
+            caused=lambda guard: "size mismatch" in guard or "stride mismatch" in guard,
         )
         if variation.recompiled_calls:
             found.append(variation)
@@ -136,7 +139,8 @@ def _tensor_variations(
         args_, kwargs_ = _changed(args, kwargs, slot[0], value.double())
         rejections = guard_rejections(original, args_, kwargs_)
         if rejections is None:  # nothing to check the guards of: compile to see
-            found.append(_vary(call, args, kwargs, slot, [value.double()], variation, log, (cast, cast)))
+            dtype_guard = "dtype mismatch".__contains__
+            found.append(_vary(call, args, kwargs, slot, [value.double()], variation, log, (cast, cast), dtype_guard))
         elif rejections:
             variation.calls = variation.recompiled_calls = 1
             variation.reasons = rejections[:MAX_REASONS]
@@ -212,9 +216,12 @@ def _scalar_variants(name: str, value: Any) -> Iterator[tuple[str, list[Any], tu
 
 
 def _resized(value: torch.Tensor, dim: int, size: int) -> torch.Tensor:
-    """`value` with `size` entries along `dim`, reusing its own values (indices stay in range)."""
-    index = torch.arange(size) % value.shape[dim]
-    return value.detach().index_select(dim, index).requires_grad_(value.requires_grad)
+    """`value` grown to `size` along `dim` with zeros: sums and signs stay put, so a data-dependent
+    branch goes the same way, and zero is a valid index for an Embedding."""
+    shape = list(value.shape)
+    shape[dim] = size - shape[dim]
+    padding = torch.zeros(shape, dtype=value.dtype, device=value.device)
+    return torch.cat([value.detach(), padding], dim).requires_grad_(value.requires_grad)
 
 
 def _vary(
@@ -226,11 +233,12 @@ def _vary(
     variation: Variation,
     log: DynamoLog,
     advice: tuple[str, str],
+    caused: Callable[[str], bool],
 ) -> Variation:
     for value in values:
         changed_args, changed_kwargs = _changed(args, kwargs, slot[0], value)
         try:
-            _observe(variation, lambda a=changed_args, k=changed_kwargs: call(a, k), log)  # type: ignore[misc]
+            _observe(variation, lambda a=changed_args, k=changed_kwargs: call(a, k), log, caused)  # type: ignore[misc]
         except Exception:
             return Variation(variation.trigger)
     variation.suggestion = advice[1] if variation.every_call and variation.calls > 1 else advice[0]
@@ -238,6 +246,12 @@ def _vary(
     naming = re.compile(rf"\b{re.escape(slot[1])}\b")
     variation.reasons = sorted(variation.reasons, key=lambda r: naming.search(r) is None)[:MAX_REASONS]
     return variation
+
+
+def _naming(name: str) -> Callable[[str], bool]:
+    """Does a guard mention the parameter `name`?"""
+    pattern = re.compile(rf"\b{re.escape(name)}\b")
+    return lambda guard: pattern.search(guard) is not None
 
 
 def _changed(
@@ -248,17 +262,27 @@ def _changed(
     }
 
 
-def _observe(variation: Variation, run: Callable[[], object], log: DynamoLog) -> None:
+def _observe(
+    variation: Variation, run: Callable[[], object], log: DynamoLog, caused: Callable[[str], bool] = bool
+) -> None:
+    """Run once; a recompile counts for `variation` if one of its failed guards passes `caused`
+    (others, e.g. a data-dependent branch that went the other way, are only counted apart)."""
     seen, hits = len(log.recompiles), len(log.limit_hits)
     run()
     variation.calls += 1
-    new = log.recompiles[seen:]
-    if new:
+    ours = []
+    for message in log.recompiles[seen:]:
+        failed = [
+            (" ".join(g.split()), c) for g, _, c in (line.partition("  #") for line in GUARD_LINE.findall(message))
+        ]
+        if any(caused(guard) for guard, _ in failed):
+            ours.append((message, failed))
+        else:
+            variation.other_recompiles += 1
+    if ours:
         variation.recompiled_calls += 1
-    for message in new:
-        for line in GUARD_LINE.findall(message):
-            guard, _, comment = line.partition("  #")  # the guard, then the source line it came from
-            reason = " ".join(guard.split())
+    for message, failed in ours:
+        for reason, comment in failed:  # the guard, then the source line it came from
             hint = HINT.search(comment)
             variation.hint = variation.hint or (hint.group(1) if hint else "")
             if reason not in variation.reasons:

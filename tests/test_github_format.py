@@ -50,7 +50,7 @@ def test_seed_fixture_annotation() -> None:
     name, properties, message = parse(line)
     assert name == "warning" and properties["title"] == "TCL101"
     first, predicts, fix = message.split("\n")
-    assert "`.item()`" in first and predicts == "predicts: GB0124" and fix.startswith("fix: Keep the value")
+    assert "`.item()`" in first and predicts == "predicts: GB0124" and fix.startswith("fix: Keep the condition a tensor: select with `torch.where(y.sum() > 0")
 
 
 @pytest.mark.parametrize(("severity", "command"), [("error", "error"), ("warning", "warning"), ("info", "notice")])

@@ -319,3 +319,16 @@ def receiver_code(node: cst.BaseExpression) -> str:
     """`short_code(node)`, parenthesized unless it is atomic, so `.method()` can follow it."""
     text = short_code(node)
     return text if isinstance(node, (cst.Name, cst.Call, cst.Attribute, cst.Subscript)) else f"({text})"
+
+
+def without_item(node: cst.BaseExpression) -> cst.BaseExpression:
+    """`x.sum().item() > 0` -> `x.sum() > 0`: a condition kept as a tensor, for a `torch.where` suggestion."""
+    return node.visit(_DropItem())  # type: ignore[return-value]
+
+
+class _DropItem(cst.CSTTransformer):
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        func = updated_node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "item" and not updated_node.args:
+            return func.value
+        return updated_node

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from compile_lint.analysis.tensors import Kind, TensorFacts
+from compile_lint.analysis.tensors import Kind, TensorFacts, short_code, without_item
 from compile_lint.analysis.walker import RuleContext
 from compile_lint.rules.base import CAPTURE_SCALAR, Example, Rule
 
@@ -81,35 +81,57 @@ class TensorCondition(Rule):
         Example("@torch.compile\ndef f(x):\n    if x.sum().item() > 0:\n        return x\n    return -x\n"),
     )
 
-    def _check(self, test: cst.BaseExpression, node: cst.CSTNode, ctx: RuleContext) -> None:
+    def _check(self, test: cst.BaseExpression, node: cst.CSTNode, construct: str, ctx: RuleContext) -> None:
         kind = condition_kind(test, ctx.facts)
-        if kind is Kind.TENSOR:
-            if not has_evidence(test, ctx.facts):
-                return
-            ctx.report(self, node)
+        if kind is Kind.TENSOR and has_evidence(test, ctx.facts):
+            condition = "always"
+            message = f"{CONSTRUCTS[construct]} on the tensor value `{short_code(test)}`: the graph breaks here"
         elif kind is Kind.SCALAR:  # an `.item()` value: breaks at `.item()` unless it is captured
-            ctx.report(self, node, f"Branch on a value read from a tensor (with {CAPTURE_SCALAR})",
-                       condition=f"only:{CAPTURE_SCALAR}")  # fmt: skip
+            condition = f"only:{CAPTURE_SCALAR}"
+            message = f"{CONSTRUCTS[construct]} on `{short_code(test)}`, a value read from a tensor ({CAPTURE_SCALAR})"
         else:
             return
+        fix = FIXES[construct].format(cond=short_code(without_item(test), limit=60))
+        ctx.report(self, node, message, condition=condition, fix=fix)
         _claim_operators(test, ctx)
 
     def visit_If(self, node: cst.If, ctx: RuleContext) -> None:
-        self._check(node.test, node.test, ctx)
+        self._check(node.test, node.test, "if", ctx)
 
     def visit_While(self, node: cst.While, ctx: RuleContext) -> None:
-        self._check(node.test, node.test, ctx)
+        self._check(node.test, node.test, "while", ctx)
 
     def visit_IfExp(self, node: cst.IfExp, ctx: RuleContext) -> None:
-        self._check(node.test, node.test, ctx)
+        self._check(node.test, node.test, "ternary", ctx)
 
     def visit_CompIf(self, node: cst.CompIf, ctx: RuleContext) -> None:
-        self._check(node.test, node.test, ctx)
+        self._check(node.test, node.test, "filter", ctx)
 
     def visit_BooleanOperation(self, node: cst.BooleanOperation, ctx: RuleContext) -> None:
         if id(node) in ctx.reported:
             return
-        self._check(node.left, node, ctx)
+        self._check(node.left, node, "and" if isinstance(node.operator, cst.And) else "or", ctx)
+
+
+CONSTRUCTS = {
+    "if": "`if`",
+    "while": "`while`",
+    "ternary": "Conditional expression",
+    "filter": "Comprehension filter",
+    "and": "`and`",
+    "or": "`or`",
+}
+FIXES = {
+    "if": "Compute both branches and select: `y = torch.where({cond}, a, b)`; or "
+    "`torch.cond({cond}, true_fn, false_fn, (x,))` when the branches are expensive or run different code.",
+    "while": "A loop whose exit depends on tensor data cannot be traced: run a fixed number of steps and freeze "
+    "finished values with `x = torch.where({cond}, step(x), x)`, or run the loop outside the compiled function.",
+    "ternary": "Select without branching: `torch.where({cond}, a, b)` (both sides are computed).",
+    "filter": "Keep every item and zero the unwanted ones with `torch.where({cond}, item, 0)`, or stack them and "
+    "use a mask (a data-dependent size: see TCL402).",
+    "and": "Combine conditions as tensors: `torch.logical_and(a, b)` (or `a & b`) instead of `and`.",
+    "or": "Combine conditions as tensors: `torch.logical_or(a, b)` (or `a | b`) instead of `or`.",
+}
 
 
 RULE = TensorCondition()

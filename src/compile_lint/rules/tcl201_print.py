@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from compile_lint.analysis.tensors import short_code
 from compile_lint.analysis.walker import RuleContext
 from compile_lint.rules.base import Example, Rule
 
@@ -35,7 +36,14 @@ class PrintCall(Rule):
 
     def visit_Call(self, node: cst.Call, ctx: RuleContext) -> None:
         if isinstance(node.func, cst.Name) and node.func.value == "print" and "print" not in ctx.imports.aliases:
-            ctx.report(self, node)
+            call = short_code(node, limit=60)
+            ctx.report(
+                self,
+                node,
+                f"`{call}` in a compiled region breaks the graph",
+                fix=f"Remove it, or run it only in eager mode: `if not torch.compiler.is_compiling(): {call}` "
+                "(`--unsafe-fixes` adds that guard).",
+            )
 
 
 RULE = PrintCall()

@@ -60,3 +60,13 @@ def test_is_compiling_guard_and_disabled_helpers_are_not_regions(tmp_path: Path)
     )
     result = lint([str(tmp_path)], Config(root=tmp_path), use_cache=False)
     assert [(f.code, f.line, f.severity) for f in result.findings] == [("TCL302", 15, "info")]
+
+
+def test_self_calls_resolve_in_the_callers_own_class_when_names_repeat(tmp_path: Path) -> None:
+    module = (
+        "import torch\nfrom torch import nn\n\nclass Gate(nn.Module):\n    def forward(self, x):\n"
+        "        return self._route(x)\n\n    def _route(self, x):\n        {body}\n        return x\n"
+    )
+    write(tmp_path / "a.py", module.format(body="print(x)"))
+    write(tmp_path / "b.py", module.format(body="y = x.sum().item()"))
+    assert codes(tmp_path) == {"a.py": ["TCL201"], "b.py": ["TCL101"]}

@@ -88,7 +88,10 @@ class ProjectContext:
         summary = self._by_file[path]
         if edge.kind == "self":
             cls = self.functions[caller].class_name
-            return self._method(cls.rsplit(".", 1)[-1], edge.target, frozenset()) if cls else None
+            if cls is None:
+                return None
+            own = (path, f"{cls}.{edge.target}")  # the caller's own class first: names repeat across files
+            return own if own in self.functions else self._method(cls.rsplit(".", 1)[-1], edge.target, frozenset())
         if edge.kind == "name" and edge.target in summary.functions:
             return (path, edge.target)
         module, _, name = edge.target.rpartition(".")

@@ -49,7 +49,8 @@ def render(console: Console, findings: list[Finding], files: int) -> None:
             console.print(Text(" " * (len(gutter) + finding.col - 1) + "^" * width, style=STYLE[finding.severity]))
         if finding.gb_codes:
             pages = ", ".join(f"{code} ({gb_page(code)})" for code in finding.gb_codes)
-            console.print(Text("      = predicts: ", style="dim") + Text(pages), soft_wrap=True)
+            label = "observed" if finding.status in ("confirmed", "dynamic-only") else "predicts"
+            console.print(Text(f"      = {label}: ", style="dim") + Text(pages), soft_wrap=True)
         if finding.fix:
             console.print(Text("      = fix: ", style="dim") + Text(finding.fix, style="green"), soft_wrap=True)
         console.print()

@@ -27,6 +27,7 @@ from compile_lint.rules import all_rules, rule_by_code
 EXCLUDED_DIRS = frozenset({".git", ".hg", ".venv", "venv", "__pycache__", "node_modules", "build", "dist", ".tox"})
 NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
 CACHE_DIR = ".compile_lint_cache"
+COMPILE_CALL = re.compile(r"\bcompile\(\s*([A-Za-z_][\w.]*)")
 
 
 @dataclass
@@ -76,6 +77,14 @@ def unreadable(path: str, message: str, line: int = 1, col: int = 1) -> FileSumm
     return FileSummary(path=path, module="", error=error)
 
 
+def compiled_names(text: str) -> frozenset[str]:
+    """Last names of what the text passes to `compile(...)`: `step` for `torch.compile(self.step)`.
+
+    A regex over the text, so a rule can know them before the walk reaches the call (it usually
+    comes after the function's definition)."""
+    return frozenset(match.rsplit(".", 1)[-1] for match in COMPILE_CALL.findall(text))
+
+
 def analyze_source(path: str, text: str) -> FileSummary:
     """Everything the project needs from one file's text; never raises."""
     try:
@@ -83,7 +92,8 @@ def analyze_source(path: str, text: str) -> FileSummary:
     except cst.ParserSyntaxError as error:
         return _syntax_error(path, text, error)
     try:
-        return collect(module, FileWalker(path, module_name(path), dispatch_table()))
+        walker = FileWalker(path, module_name(path), dispatch_table(), compiled_names(text))
+        return collect(module, walker)
     except RecursionError:
         return unreadable(path, "too deeply nested to analyse")
 

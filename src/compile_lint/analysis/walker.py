@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -46,6 +46,7 @@ class RuleContext:
     facts: TensorFacts
     function: FunctionSummary | None = None
     in_forward: bool = False
+    compiled_names: frozenset[str] = frozenset()  # last names of what the file passes to `compile(...)`
     reported: set[int] = field(default_factory=set)  # ids of nodes some rule claimed already
     pending: list[_Pending] = field(default_factory=list)
 
@@ -155,14 +156,37 @@ def child_fields(node_type: type[cst.CSTNode]) -> tuple[str, ...]:
     return found
 
 
+def iter_nodes(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """`root` and the nodes below it, pre-order, skipping punctuation (cheaper than libcst matchers)."""
+    pending = [root]
+    while pending:
+        node = pending.pop()
+        yield node
+        children: list[cst.CSTNode] = []
+        for name in child_fields(type(node)):
+            value = getattr(node, name)
+            if isinstance(value, cst.CSTNode):
+                children.append(value)
+            elif isinstance(value, (tuple, list)):
+                children.extend(item for item in value if isinstance(item, cst.CSTNode))
+        pending.extend(reversed(children))
+
+
 class FileWalker:
     """Walks the tree directly (libcst's visitor rebuilds every node, costing more than the parse)."""
 
-    def __init__(self, path: str, module_name: str, dispatch: dict[type[cst.CSTNode], list[Visitor]]) -> None:
+    def __init__(
+        self,
+        path: str,
+        module_name: str,
+        dispatch: dict[type[cst.CSTNode], list[Visitor]],
+        compiled_names: frozenset[str] = frozenset(),
+    ) -> None:
         self.dispatch = dispatch
         self.imports = ImportMap()
         self.summary = FileSummary(path=path, module=module_name)
-        self.ctx = RuleContext(path=path, imports=self.imports, facts=TensorFacts(self.imports))
+        facts = TensorFacts(self.imports)
+        self.ctx = RuleContext(path=path, imports=self.imports, facts=facts, compiled_names=compiled_names)
         self.module_facts = self.ctx.facts
         self.class_stack: list[ClassSummary] = []
         self.function_depth = 0

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import libcst as cst
-import libcst.matchers as m
 
 from compile_lint.analysis.names import dotted
-from compile_lint.analysis.walker import RuleContext
+from compile_lint.analysis.walker import RuleContext, iter_nodes
 from compile_lint.rules.base import Example, Rule
 
 
@@ -39,7 +38,7 @@ def _int_attributes(node: cst.ClassDef) -> set[str]:
             for small in statement.body:
                 found |= {t.value for t in _int_targets(small) if isinstance(t, cst.Name)}
         elif isinstance(statement, cst.FunctionDef) and statement.name.value == "__init__":
-            for assignment in m.findall(statement.body, m.Assign() | m.AnnAssign()):
+            for assignment in iter_nodes(statement.body):
                 found |= {attr for attr in map(_self_attr, _int_targets(assignment)) if attr}
     return found
 
@@ -54,8 +53,10 @@ def _looks_like_module(node: cst.ClassDef, ctx: RuleContext) -> bool:
 
 
 def _reads(value: cst.BaseExpression, attr: str) -> bool:
-    matcher = m.Attribute(value=m.Name("self"), attr=m.Name(attr))
-    return bool(m.findall(value, matcher))
+    return any(
+        isinstance(n, cst.Attribute) and isinstance(n.value, cst.Name) and n.value.value == "self" and n.attr.value == attr
+        for n in iter_nodes(value)
+    )
 
 
 class ModuleIntCounter(Rule):

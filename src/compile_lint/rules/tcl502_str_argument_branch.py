@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import libcst as cst
-import libcst.matchers as m
 
-from compile_lint.analysis.names import dotted
 from compile_lint.analysis.summary import FunctionSummary
 from compile_lint.analysis.tensors import Kind, dotted_code
-from compile_lint.analysis.walker import RuleContext
+from compile_lint.analysis.walker import RuleContext, iter_nodes
 from compile_lint.rules.base import Example, Rule
 
 MAX_TEST = 40
@@ -16,8 +14,7 @@ MAX_TEST = 40
 
 def _mentioned_names(test: cst.BaseExpression) -> list[str]:
     """Plain names read by `test`, in order; `self.mode`'s `mode` is an attribute, not a name."""
-    attributes = {id(a.attr) for a in m.findall(test, m.Attribute()) if isinstance(a, cst.Attribute)}
-    return [n.value for n in m.findall(test, m.Name()) if isinstance(n, cst.Name) and id(n) not in attributes]
+    return [n.value for n in iter_nodes(test) if isinstance(n, cst.Name)]  # iter_nodes skips `.attr`
 
 
 def _is_string_literal(node: cst.BaseExpression) -> bool:
@@ -28,8 +25,9 @@ def _is_string_literal(node: cst.BaseExpression) -> bool:
 
 def _compared_with_string(test: cst.BaseExpression, name: str) -> bool:
     """Does `test` compare the plain name `name` with string literals (`mode == "train"`)?"""
-    for comparison in m.findall(test, m.Comparison()):
-        assert isinstance(comparison, cst.Comparison)
+    for comparison in iter_nodes(test):
+        if not isinstance(comparison, cst.Comparison):
+            continue
         operands = [comparison.left, *(t.comparator for t in comparison.comparisons)]
         named = any(isinstance(o, cst.Name) and o.value == name for o in operands)
         if named and any(_is_string_literal(o) for o in operands):
@@ -37,20 +35,9 @@ def _compared_with_string(test: cst.BaseExpression, name: str) -> bool:
     return False
 
 
-def _compiled_names(module: cst.Module, ctx: RuleContext) -> set[str]:
-    """Last names of what the file passes to `torch.compile(...)`: `step` for `torch.compile(step)`."""
-    found: set[str] = set()
-    for call in m.findall(module, m.Call(args=[m.AtLeastN(n=1)])):
-        assert isinstance(call, cst.Call)
-        target = dotted(call.args[0].value)
-        if target and ctx.resolve(call.func) == "torch.compile":
-            found.add(target.rsplit(".", 1)[-1])
-    return found
-
-
 def _example_flag(test: cst.BaseExpression, name: str) -> str:
     """`is_train = mode == "train"` for a test comparing `mode` with "train"."""
-    literal = next(iter(m.findall(test, m.SimpleString())), None)
+    literal = next((n for n in iter_nodes(test) if isinstance(n, cst.SimpleString)), None)
     if not isinstance(literal, cst.SimpleString) or not isinstance(literal.evaluated_value, str):
         return f'e.g. `{name}_flag = {name} == "..."`'
     value = literal.evaluated_value
@@ -126,15 +113,13 @@ class StrArgumentBranch(Rule):
     )
 
     def __init__(self) -> None:
-        self._module: cst.Module | None = None  # the file being walked (the walker visits it first)
-        self._compiled_names: set[str] | None = None  # names it passes to torch.compile(...), on demand
         self._owner: FunctionSummary | None = None  # the top-level function being walked
         self._params: set[str] = set()
         self._str_params: set[str] = set()  # annotated `str` or with a string default
         self._flagged: set[str] = set()  # parameters already reported: one finding each
 
     def visit_Module(self, node: cst.Module, ctx: RuleContext) -> None:
-        self._module, self._compiled_names, self._owner = node, None, None
+        self._owner = None
 
     def visit_FunctionDef(self, node: cst.FunctionDef, ctx: RuleContext) -> None:
         if ctx.function is not self._owner:
@@ -151,10 +136,7 @@ class StrArgumentBranch(Rule):
         a constant string from its caller, which is one guard and no recompile."""
         if ctx.in_forward or function.compiled:
             return True
-        if self._compiled_names is None:
-            assert self._module is not None
-            self._compiled_names = _compiled_names(self._module, ctx)
-        return function.name in self._compiled_names
+        return function.name in ctx.compiled_names
 
     def visit_If(self, node: cst.If, ctx: RuleContext) -> None:
         self._check(node.test, "if", ctx)

@@ -89,6 +89,13 @@ def run_confirm(args: argparse.Namespace, config: Config, console: Console) -> i
         message = "compile-lint: --target, --backend, --timeout (> 0) and --repro-dir need --confirm"
         errors.print(message, soft_wrap=True)
         return EXIT_ERROR
+    if args.fix or args.unsafe_fixes or args.diff:
+        message = (
+            "compile-lint: --fix, --unsafe-fixes and --diff do not combine with --confirm, which writes nothing "
+            "and reports whether each fix removes its break: run them separately"
+        )
+        errors.print(message, soft_wrap=True)
+        return EXIT_ERROR
     options = ConfirmOptions(
         targets=args.target or [],
         backend=args.backend or config.confirm.backend,

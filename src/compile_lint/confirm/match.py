@@ -57,7 +57,7 @@ def _status(
         return finding, None  # nothing dynamic to check it against (e.g. a correctness rule)
     real = os.path.realpath(finding.path)
     if rule.predicts_break:
-        hits = [i for i, (b, _) in enumerate(observed.breaks) if _blames(finding, rule, b, real)]
+        hits = [i for i, (b, _) in enumerate(observed.breaks) if blames(finding, rule, b, real)]
         if hits:
             used.update(hits)
             brk, run = observed.breaks[hits[0]]
@@ -75,7 +75,7 @@ def _status(
     return replace(finding, status="not-reproduced" if ran else "not-run"), None
 
 
-def _blames(finding: Finding, rule: Rule, brk: dict[str, Any], real: str) -> bool:
+def blames(finding: Finding, rule: Rule, brk: dict[str, Any], real: str) -> bool:
     line = brk["user_line"]
     if brk["user_file"] != real or line is None:
         return False

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from compile_lint.config import Config
+from compile_lint.confirm.fix_check import check_fixes
 from compile_lint.confirm.match import Observed, match
 from compile_lint.confirm.plan import TargetSpec, Unrunnable, UsageError, automatic_specs, explicit_specs
 from compile_lint.confirm.repro import write_all
@@ -75,18 +76,24 @@ def confirm(paths: list[str], config: Config, options: ConfirmOptions, progress:
         observed = Observed()
         reports: list[TargetReport] = [TargetReport(u.label, "not-run", u.reason) for u in unrunnable]
         runs: dict[str, dict[str, Any]] = {}
+        spec_of_run: dict[str, TargetSpec] = {}
         covered: set[tuple[str, str]] = set()
+
+        def request(spec: TargetSpec) -> dict[str, Any]:
+            return {"target": spec.request(options.backend, options.shape), "files": list(linted)}
+
         progress.start(len(specs))
         for spec in specs:
             if spec.region is None or spec.region not in covered:
-                request = {"target": spec.request(options.backend, options.shape), "files": list(linted)}
-                reply = pool.run(request)
-                reports.extend(_collect(spec, reply, observed, runs, covered, options.backend))
+                collected = _collect(spec, pool.run(request(spec)), observed, runs, covered, options.backend)
+                spec_of_run.update((report.label, spec) for report in collected)
+                reports.extend(collected)
             progress.advance(spec.label)
+        matched = match(static, observed, linted)
+        check_fixes(((finding, run) for finding, _, run in matched.confirmed_by), spec_of_run, pool.run, request)
         versions = pool.describe()
     finally:
         pool.close()
-    matched = match(static, observed, linted)
     result = ConfirmResult(matched.findings, len(files), reports, {**versions, "targets": [vars(r) for r in reports]})
     if options.repro_dir is not None:
         confirmed = [(finding, brk, runs[run]) for finding, brk, run in matched.confirmed_by]

@@ -3,12 +3,14 @@
 Requests and replies are JSON lines on private copies of stdin/stdout; the user's code sees
 /dev/null as stdin and prints to stderr, so neither `input()` nor `print` can touch the protocol.
 Per target: an eager run traced line by line (which lines ran), the break run under the
-graph-break log, a `fullgraph=True` run, and the recompile probe.
+graph-break log, a `fullgraph=True` run, and the recompile probe. A fix check loads one fixed
+file by path under its module's name and runs only the eager and break runs.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
 import os
 import platform
@@ -73,11 +75,44 @@ class DynamoSettings:
         self.after_import.setdefault(spec["module"], torch._dynamo.config.get_config_copy())
         return module
 
+    def load_fixed(self, fixed: dict[str, str], backend: str) -> None:
+        """Put the fixed file in sys.modules under the original module's name, so the target's
+        module (imported next, after `forget`) and every other importer get the fixed code."""
+        name, path = fixed["module"], fixed["path"]
+        if fixed["root"] not in sys.path:
+            sys.path.insert(0, fixed["root"])
+        parent, _, child = name.rpartition(".")
+        package = importlib.import_module(parent) if parent else None
+        self._apply(self.after_import.get(name, self.baseline))
+        search = [fixed["package_dir"]] if fixed.get("package_dir") else None  # a fixed __init__.py
+        spec = importlib.util.spec_from_file_location(name, path, submodule_search_locations=search)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        try:
+            with forced_backend(backend):
+                spec.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[name]
+            raise
+        if package is not None:
+            setattr(package, child, module)
+
     @staticmethod
     def _apply(settings: dict[str, Any]) -> None:
         with warnings.catch_warnings():  # the copy includes deprecated keys, which warn on load
             warnings.simplefilter("ignore")
             torch._dynamo.config.load_config(settings)
+
+
+def forget(files: set[str], target_module: str) -> None:
+    """Drop the modules loaded from `files` and the target's module (a factory may live outside
+    the linted files), so the next import runs their code again: a fix check must not see the
+    original code, nor a later target the fixed one."""
+    for name, module in list(sys.modules.items()):
+        path = getattr(module, "__file__", None)
+        if name == target_module or (path and (path in files or os.path.realpath(path) in files)):
+            del sys.modules[name]
 
 
 def build(spec: dict[str, Any], module: Any) -> list[Made]:
@@ -144,6 +179,13 @@ def graph_count() -> int:
     return int(counters["stats"]["unique_graphs"])
 
 
+def eager_lines(target: Target, files: set[str]) -> dict[str, list[int]]:
+    """Run the target eagerly; the lines it executed in `files`, by real path."""
+    with torch.compiler.set_stance("force_eager"), traced_lines(files) as executed:
+        unwrapped(target.fn)(*target.args, **target.kwargs)
+    return {os.path.realpath(f): sorted(lines) for f, lines in executed.items()}
+
+
 def run_target(made: Made, spec: dict[str, Any], files: set[str]) -> dict[str, Any]:
     target, backend = made.target, spec["backend"]
     identity = code_identity(target.fn)
@@ -152,13 +194,10 @@ def run_target(made: Made, spec: dict[str, Any], files: set[str]) -> dict[str, A
         "covers": [os.path.realpath(identity[0]), identity[1]] if identity else None,
         "repro": {"setup": made.setup, "args": made.args, "kwargs": made.kwargs},
     }
-    eager = unwrapped(target.fn)
     try:
-        with torch.compiler.set_stance("force_eager"), traced_lines(files) as executed:
-            eager(*target.args, **target.kwargs)
+        result["executed"] = eager_lines(target, files)
     except Exception as error:
         return {**result, "outcome": "raised", "error": describe_error(error, files)}
-    result["executed"] = {os.path.realpath(f): sorted(lines) for f, lines in executed.items()}
     torch._dynamo.reset()
     before = graph_count()
     fn = compiled(target, backend)
@@ -182,6 +221,23 @@ def run_target(made: Made, spec: dict[str, Any], files: set[str]) -> dict[str, A
     return {**result, "outcome": "ok"}
 
 
+def check_fix(made: Made, spec: dict[str, Any], files: set[str]) -> dict[str, Any]:
+    """The fixed code's eager run (did the rewritten lines run?) and its break run."""
+    target = made.target
+    result: dict[str, Any] = {"name": target.name}
+    try:
+        result["executed"] = eager_lines(target, files)
+    except Exception as error:
+        return {**result, "outcome": "raised", "error": describe_error(error, files)}
+    torch._dynamo.reset()
+    with capture_dynamo_log() as log:
+        try:
+            compiled(target, spec["backend"])(*target.args, **target.kwargs)
+        except Exception as error:
+            return {**result, "outcome": "raised", "error": "under torch.compile: " + describe_error(error, files)}
+    return {**result, "outcome": "ok", "breaks": [break_record(b, files) for b in log.breaks]}
+
+
 def fullgraph(target: Target, backend: str, files: set[str]) -> dict[str, Any]:
     torch._dynamo.reset()
     try:
@@ -192,8 +248,27 @@ def fullgraph(target: Target, backend: str, files: set[str]) -> dict[str, Any]:
 
 
 def handle(request: dict[str, Any], settings: DynamoSettings) -> dict[str, Any]:
-    spec = request["target"]
+    spec, fixed = request["target"], request.get("fixed")
     files = user_files(request["files"])
+    if fixed is None:
+        return run_all(spec, settings, files, run_target)
+    forget(files, spec["module"])
+    try:
+        try:
+            settings.load_fixed(fixed, spec["backend"])
+        except BaseException as error:
+            error_text = describe_error(error, files)
+            return {"outcome": "error", "error": f"cannot import the fixed {fixed['module']}: {error_text}"}
+        return run_all(spec, settings, files, check_fix)
+    finally:
+        forget(files, spec["module"])
+
+
+Run = Callable[[Made, dict[str, Any], set[str]], dict[str, Any]]
+
+
+def run_all(spec: dict[str, Any], settings: DynamoSettings, files: set[str], run: Run) -> dict[str, Any]:
+    """Import the target's module, make its targets and `run` each one."""
     try:
         module = settings.load(spec)
     except BaseException as error:
@@ -207,7 +282,7 @@ def handle(request: dict[str, Any], settings: DynamoSettings) -> dict[str, Any]:
     runs = []
     for one in made:
         try:
-            runs.append(run_target(one, spec, files))
+            runs.append(run(one, spec, files))
         except MemoryError:
             runs.append({"name": one.target.name, "outcome": "raised", "error": "ran out of memory"})
         finally:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich import box
 from rich.console import Console
@@ -53,8 +53,21 @@ def render(console: Console, findings: list[Finding], files: int) -> None:
             console.print(Text(f"      = {label}: ", style="dim") + Text(pages), soft_wrap=True)
         if finding.fix:
             console.print(Text("      = fix: ", style="dim") + Text(finding.fix, style="green"), soft_wrap=True)
+        if "fix_check" in finding.details:
+            console.print(Text("      = ", style="dim") + fix_check_line(finding.details["fix_check"]), soft_wrap=True)
         console.print()
     console.print(summary_line(findings, files))
+
+
+def fix_check_line(check: dict[str, Any]) -> Text:
+    """`--confirm`'s verdict on the automatic fix, run under Dynamo in a temporary copy."""
+    if "not_checked" in check:
+        return Text(f"fix not checked: {check['not_checked']}", style="yellow")
+    if check["compiles_without_break"]:
+        return Text(f"fix checked ({check['fix']}): compiles without this break", style="green")
+    still = check["still_breaks"]
+    where = f"line {still['line']} of the fixed code ({still['gb_code']})"
+    return Text(f"fix checked ({check['fix']}): still breaks at {where}", style="red")
 
 
 def summary_line(findings: list[Finding], files: int) -> Text:

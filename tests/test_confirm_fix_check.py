@@ -1,0 +1,142 @@
+"""`--confirm` checks each confirmed break's automatic fix under real Dynamo, in a temporary copy."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from compile_lint.confirm.fix_check import fix_for
+from compile_lint.engine import lint_source
+from fixture_support import ROOT
+
+needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="--confirm needs torch")
+
+# Three confirmed breaks with a fixable code: a torch.where rewrite that keeps an `.item()` in
+# one branch (still breaks on the rewritten line), an `.item()` branch no codemod can rewrite
+# (its body is a print), and that print, which the guard fix removes. Line 10 never runs.
+MODEL = """\
+import torch
+
+
+@torch.compile
+def step(x):
+    y = x * 2
+    if y.sum().item() > 0:
+        z = y * 3
+    else:
+        z = y / y.norm().item()
+    return z
+
+
+@torch.compile
+def talk(x):
+    if x.sum().item() > 0:
+        print("positive")
+    return x + 1
+
+
+def make():
+    return [(step, (torch.ones(4, 8),)), (talk, (torch.ones(3),))]
+"""
+
+
+def run_cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "compile_lint.cli", "--confirm", "--no-cache", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def findings_by_line(process: subprocess.CompletedProcess[str]) -> dict[int, dict[str, Any]]:
+    assert process.stdout.strip(), process.stderr
+    return {f["line"]: f for f in json.loads(process.stdout)["findings"]}
+
+
+@needs_torch
+@pytest.mark.dynamo
+def test_the_seed_fix_compiles_without_its_break() -> None:
+    seed = ROOT / "fixtures" / "seed_step.py"
+    before = seed.read_bytes()
+    process = run_cli(ROOT, "--format", "json", "fixtures/seed_step.py")
+    finding = findings_by_line(process)[9]
+    assert finding["status"] == "confirmed"
+    check = finding["details"]["fix_check"]
+    assert check["fix"] == "unsafe" and "torch.where" in check["title"]
+    assert check["compiles_without_break"] is True
+    assert check["fixed_lines"] == [9, 9]  # the if/return/return became one `return torch.where(...)`
+    assert seed.read_bytes() == before
+
+
+@needs_torch
+@pytest.mark.dynamo
+def test_a_fix_that_keeps_the_break_and_a_site_without_a_fix(tmp_path: Path) -> None:
+    (tmp_path / "model.py").write_text(MODEL)
+    findings = findings_by_line(run_cli(tmp_path, "--format", "json", "--target", "model:make", "model.py"))
+    kept = findings[7]["details"]["fix_check"]
+    assert kept["compiles_without_break"] is False
+    assert kept["still_breaks"]["line"] == 7 and kept["still_breaks"]["gb_code"] == "GB0124"
+    assert findings[16]["status"] == "confirmed"
+    assert findings[16]["details"]["fix_check"] == {
+        "fix": "none",
+        "not_checked": "no automatic fix applies to this site",
+    }
+    guarded = findings[17]["details"]["fix_check"]
+    assert guarded["fix"] == "unsafe" and guarded["compiles_without_break"] is True
+    assert guarded["fixed_lines"] == [17, 18]
+    assert findings[10]["status"] == "not-run" and "fix_check" not in findings[10]["details"]
+    assert (tmp_path / "model.py").read_text() == MODEL
+
+    text = run_cli(tmp_path, "--target", "model:make", "model.py").stdout
+    assert "fix checked (unsafe): still breaks at line 7 of the fixed code (GB0124)" in text
+    assert "fix not checked: no automatic fix applies to this site" in text
+    assert "fix checked (unsafe): compiles without this break" in text
+
+
+@needs_torch
+@pytest.mark.dynamo
+def test_a_fixed_helper_is_seen_by_the_module_that_imports_it(tmp_path: Path) -> None:
+    """The fixed file is loaded under its module's name, so the target in another module uses it."""
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "helpers.py").write_text(
+        "import torch\n\n\ndef helper(y):\n    if y.sum().item() > 0:\n        return y\n    return -y\n"
+    )
+    (package / "model.py").write_text(
+        "import torch\n\nfrom pkg.helpers import helper\n\n\n@torch.compile\ndef run(x):\n    return helper(x * 2)\n"
+    )
+    finding = findings_by_line(run_cli(tmp_path, "--format", "json", "pkg"))[5]
+    assert finding["path"] == "pkg/helpers.py" and finding["status"] == "confirmed"
+    assert finding["details"]["fix_check"]["compiles_without_break"] is True
+
+
+@pytest.mark.parametrize("flag", ["--fix", "--unsafe-fixes", "--diff"])
+def test_fix_flags_with_confirm_are_a_usage_error(flag: str) -> None:
+    process = run_cli(ROOT, flag, "fixtures/seed_step.py")
+    assert process.returncode == 2
+    assert len(process.stderr.strip().splitlines()) == 1 and "do not combine with --confirm" in process.stderr
+    assert not process.stdout
+
+
+def test_rewritten_lines_skip_the_added_torch_import(tmp_path: Path) -> None:
+    path = tmp_path / "m.py"
+    path.write_text("from torch import compile\n\n\n@compile\ndef f(x):\n    print(x)\n    return x + 1\n")
+    (finding,) = lint_source(path.read_text(), str(path))
+    fixed = fix_for(finding)
+    assert not isinstance(fixed, str)
+    lines = fixed.text.splitlines()
+    assert lines[0] == "import torch"
+    assert [lines[n - 1].strip() for n in range(fixed.lines[0], fixed.lines[1] + 1)] == [
+        "if not torch.compiler.is_compiling():",
+        "print(x)",
+    ]

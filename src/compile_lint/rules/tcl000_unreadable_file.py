@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from compile_lint.rules.base import Example, Rule
+from compile_lint.rules.base import Rule
 
 
 class UnreadableFile(Rule):

@@ -69,6 +69,7 @@ class TensorCondition(Rule):
         Example("@torch.compile\ndef f(x):\n    while (x > 0).all():\n        x = x - 1\n    return x\n"),
         Example("@torch.compile\ndef f(x):\n    return x + 1 if x.sum() > 0 else x - 1\n"),
         Example("@torch.compile\ndef f(x, u):\n    z = (x.sum() > 0) and (u.sum() > 0)\n    return z\n"),
+        Example("@torch.compile\ndef f(x):\n    assert not (x > 100).any()\n    return x\n"),
         Example("@torch.compile\ndef f(x):\n    if x.sum().item() > 0:\n        return x\n    return -x\n", flags=(CAPTURE_SCALAR,)),
     )
     valid = (
@@ -107,6 +108,12 @@ class TensorCondition(Rule):
     def visit_CompIf(self, node: cst.CompIf, ctx: RuleContext) -> None:
         self._check(node.test, node.test, "filter", ctx)
 
+    def visit_Assert(self, node: cst.Assert, ctx: RuleContext) -> None:
+        # `assert t` is traced as a runtime assert, but `assert not t` jumps on the tensor (measured: GB0170).
+        test = node.test
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            self._check(test.expression, test, "assert", ctx)
+
     def visit_BooleanOperation(self, node: cst.BooleanOperation, ctx: RuleContext) -> None:
         if id(node) in ctx.reported:
             return
@@ -118,6 +125,7 @@ CONSTRUCTS = {
     "while": "`while`",
     "ternary": "Conditional expression",
     "filter": "Comprehension filter",
+    "assert": "`assert not`",
     "and": "`and`",
     "or": "`or`",
 }
@@ -129,6 +137,7 @@ FIXES = {
     "ternary": "Select without branching: `torch.where({cond}, a, b)` (both sides are computed).",
     "filter": "Keep every item and zero the unwanted ones with `torch.where({cond}, item, 0)`, or stack them and "
     "use a mask (a data-dependent size: see TCL402).",
+    "assert": "Assert a tensor instead, which Dynamo traces: `assert torch.logical_not({cond}).all()`.",
     "and": "Combine conditions as tensors: `torch.logical_and(a, b)` (or `a & b`) instead of `and`.",
     "or": "Combine conditions as tensors: `torch.logical_or(a, b)` (or `a | b`) instead of `or`.",
 }

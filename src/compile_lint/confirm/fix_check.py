@@ -80,14 +80,15 @@ def check_fixes(
     """Set `details["fix_check"]` on each confirmed finding (with the run that confirmed it) whose
     code has an automatic fix. `request(spec)` is the worker request that ran the original."""
     with tempfile.TemporaryDirectory(prefix="compile-lint-fix-") as folder:
-        for finding, label in confirmed:
+        for number, (finding, label) in enumerate(confirmed):
             if fixability(finding.code) == "no":
                 continue
             fixed = fix_for(finding)
             if isinstance(fixed, str):
                 record: dict[str, Any] = {"fix": "none", "not_checked": fixed}
             else:
-                path = _write_copy(finding.path, fixed, Path(os.path.realpath(folder)))
+                # a folder per check: a cached .pyc of an earlier fix of the same size and second could pass as fresh
+                path = _write_copy(finding.path, fixed, Path(os.path.realpath(folder), str(number)))
                 record = _check(finding, fixed, path, run, request(specs[label]))
             finding.details = {**finding.details, "fix_check": record}
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -13,8 +12,6 @@ from compile_lint.rules import rule_by_code
 from compile_lint.rules.base import Rule
 
 FRAME_SKIP_REACH = 2  # Dynamo blames a frame skip (`id(t)`) up to two lines after the cause
-BRANCH = re.compile(r"^\s*(?:el)?if\s+(?P<test>.+?):\s*(?:#.*)?$")
-LOOP_OR_TERNARY = re.compile(r"^\s*while\s|\sif\s.+\selse\s")
 
 
 @dataclass
@@ -40,7 +37,7 @@ def match(findings: list[Finding], observed: Observed, linted: dict[str, str]) -
     confirmed_by: list[tuple[Finding, dict[str, Any], str]] = []
     sources = _Sources()
     for finding in findings:
-        updated, hit = _status(finding, observed, used, used_recompiles, sources)
+        updated, hit = _status(finding, observed, used, used_recompiles)
         out.append(updated)
         if hit is not None:
             confirmed_by.append((updated, *hit))
@@ -50,7 +47,7 @@ def match(findings: list[Finding], observed: Observed, linted: dict[str, str]) -
 
 
 def _status(
-    finding: Finding, observed: Observed, used: set[int], used_recompiles: set[int], sources: _Sources
+    finding: Finding, observed: Observed, used: set[int], used_recompiles: set[int]
 ) -> tuple[Finding, tuple[dict[str, Any], str] | None]:
     rule = rule_by_code(finding.code)
     if rule is None or not (rule.predicts_break or rule.family == "recompile"):
@@ -62,8 +59,7 @@ def _status(
             used.update(hits)
             brk, run = observed.breaks[hits[0]]
             details = {**finding.details, **_break_details(brk, run)}
-            fix = _branch_fix(finding, sources) or finding.fix
-            return replace(finding, status="confirmed", details=details, fix=fix), observed.breaks[hits[0]]
+            return replace(finding, status="confirmed", details=details), observed.breaks[hits[0]]
     else:
         hits = [i for i, (v, _) in enumerate(observed.recompiles) if _recompiled_here(finding, v, real)]
         if hits:
@@ -104,24 +100,6 @@ def _break_details(brk: dict[str, Any], run: str) -> dict[str, Any]:
         "frame_skip": brk["frame_skip"],
         "target": run,
     }
-
-
-def _branch_fix(finding: Finding, sources: _Sources) -> str:
-    """A confirmed `.item()` that only feeds a branch: say how to keep the branch in the graph."""
-    if finding.code != "TCL101":
-        return ""
-    source = sources.line(finding.path, finding.line)
-    branch = BRANCH.match(source)
-    if branch:
-        condition = branch.group("test").replace(".item()", "")
-        return (
-            f"The `.item()` only feeds this branch: keep the condition a tensor and select with "
-            f"`torch.where({condition}, value_if_true, value_if_false)`, or use `torch.cond` "
-            "when the branches run different code."
-        )
-    if LOOP_OR_TERNARY.search(source):
-        return "Keep the value a tensor and select with `torch.where(cond, a, b)` instead of branching on `.item()`."
-    return ""
 
 
 def _dynamic_only(observed: Observed, used: set[int], linted: dict[str, str], sources: _Sources) -> list[Finding]:

@@ -1,9 +1,11 @@
 """`--confirm`'s fix check: does the automatic fix for a confirmed break compile without it?
 
-Each fix is applied on its own, in memory, to a copy of its file in a temporary folder (the
-user's files are never written). The worker loads that copy under the original module's name,
-runs the targets that confirmed the break, and reports the breaks the fixed code still has.
-A break Dynamo blames on the rewritten lines means the fix did not remove it.
+The fixes for one file's breaks confirmed by one target are applied together, in memory, to a copy
+of the file in a temporary folder (the user's files are never written): one worker run checks them
+all. A fix the batch leaves out (it overlaps another) is checked on its own. The worker loads the
+copy under the original module's name, runs the target that confirmed the breaks, and reports the
+breaks the fixed code still has. A break Dynamo blames on a fix's rewritten lines means that fix
+did not remove it.
 """
 
 from __future__ import annotations
@@ -56,6 +58,25 @@ def fix_for(finding: Finding) -> FixedFile | str:
     return FixedFile(edit.safety, edit.title, fixed.text, source.encoding, lines)
 
 
+def fixes_for(findings: list[Finding]) -> dict[int, FixedFile | str]:
+    """id(finding) -> its fix, applied together with the others' where they do not overlap."""
+    source = read_source(findings[0].path)
+    if source is None:
+        return {id(f): "the file cannot be read" for f in findings}
+    result: dict[int, FixedFile | str] = {}
+    try:
+        batch = fix_text(source.text, findings, {"safe", "unsafe"})
+        for edit in batch.applied:
+            lines = rewritten_lines(source.text, batch.text, edit.finding)
+            result[id(edit.finding)] = FixedFile(edit.safety, edit.title, batch.text, source.encoding, lines)
+    except Exception:  # each finding is then tried alone, and reports its own error
+        result.clear()
+    for finding in findings:
+        if id(finding) not in result:
+            result[id(finding)] = fix_for(finding)
+    return result
+
+
 def rewritten_lines(before: str, after: str, finding: Finding) -> tuple[int, int]:
     """The lines of `after` that replace the finding's lines of `before` (an `import torch` the
     fix added at the top is not part of it)."""
@@ -79,18 +100,31 @@ def check_fixes(
 ) -> None:
     """Set `details["fix_check"]` on each confirmed finding (with the run that confirmed it) whose
     code has an automatic fix. `request(spec)` is the worker request that ran the original."""
+    groups: dict[tuple[str, str], list[Finding]] = {}
+    for finding, label in confirmed:
+        if fixability(finding.code) != "no":
+            groups.setdefault((os.path.realpath(finding.path), label), []).append(finding)
     with tempfile.TemporaryDirectory(prefix="compile-lint-fix-") as folder:
-        for number, (finding, label) in enumerate(confirmed):
-            if fixability(finding.code) == "no":
-                continue
-            fixed = fix_for(finding)
-            if isinstance(fixed, str):
-                record: dict[str, Any] = {"fix": "none", "not_checked": fixed}
-            else:
-                # a folder per check: a cached .pyc of an earlier fix of the same size and second could pass as fresh
-                path = _write_copy(finding.path, fixed, Path(os.path.realpath(folder), str(number)))
-                record = _check(finding, fixed, path, run, request(specs[label]))
-            finding.details = {**finding.details, "fix_check": record}
+        number = 0
+        for (_, label), findings in groups.items():
+            fixes = fixes_for(findings)
+            same_text: dict[str, list[Finding]] = {}
+            for finding in findings:
+                fixed = fixes[id(finding)]
+                if isinstance(fixed, str):
+                    finding.details = {**finding.details, "fix_check": {"fix": "none", "not_checked": fixed}}
+                else:
+                    same_text.setdefault(fixed.text, []).append(finding)
+            for members in same_text.values():
+                number += 1  # a folder per run: a cached .pyc of an earlier fix of the same size could pass as fresh
+                first = fixes[id(members[0])]
+                assert isinstance(first, FixedFile)
+                path = _write_copy(members[0].path, first, Path(os.path.realpath(folder), str(number)))
+                reply = _run_fixed(members[0], path, run, request(specs[label]))
+                for finding in members:
+                    fixed = fixes[id(finding)]
+                    assert isinstance(fixed, FixedFile)
+                    finding.details = {**finding.details, "fix_check": _judge(finding, fixed, path, reply)}
 
 
 def _write_copy(original: str, fixed: FixedFile, folder: Path) -> str:
@@ -102,13 +136,17 @@ def _write_copy(original: str, fixed: FixedFile, folder: Path) -> str:
     return str(path)
 
 
-def _check(finding: Finding, fixed: FixedFile, path: str, run: Run, original: dict[str, Any]) -> dict[str, Any]:
-    record: dict[str, Any] = {"fix": fixed.safety, "title": fixed.title, "fixed_lines": list(fixed.lines)}
+def _run_fixed(finding: Finding, path: str, run: Run, original: dict[str, Any]) -> dict[str, Any]:
+    """Rerun the original request with the fixed copy loaded in place of the finding's module."""
     root, module = import_location(finding.path)
     real = os.path.realpath(finding.path)
     package_dir = os.path.dirname(real) if Path(real).stem == "__init__" else ""
     fixed_module = {"module": module, "path": path, "root": root, "package_dir": package_dir}
-    reply = run({**original, "files": [*original["files"], path], "fixed": fixed_module})
+    return run({**original, "files": [*original["files"], path], "fixed": fixed_module})
+
+
+def _judge(finding: Finding, fixed: FixedFile, path: str, reply: dict[str, Any]) -> dict[str, Any]:
+    record: dict[str, Any] = {"fix": fixed.safety, "title": fixed.title, "fixed_lines": list(fixed.lines)}
     if reply["outcome"] != "ok":
         return {**record, "not_checked": f"the target did not run on the fixed code: {reply.get('error', '')}"}
     failed = [r for r in reply["runs"] if r["outcome"] != "ok"]

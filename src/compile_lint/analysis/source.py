@@ -6,9 +6,13 @@ import tokenize
 from pathlib import Path
 
 
-def decode(data: bytes) -> str:
+def encoding_of(data: bytes) -> str:
     encoding, _ = tokenize.detect_encoding(iter(data.splitlines(keepends=True)).__next__)
-    return data.decode(encoding)
+    return encoding
+
+
+def decode(data: bytes) -> str:
+    return data.decode(encoding_of(data))
 
 
 def read_source(path: str) -> str:

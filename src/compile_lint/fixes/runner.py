@@ -10,13 +10,13 @@ import os
 import shutil
 import sys
 import tempfile
-import tokenize
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from rich.console import Console
 from rich.text import Text
 
+from compile_lint.analysis.source import encoding_of
 from compile_lint.analysis.summary import FileSummary
 from compile_lint.config import Config
 from compile_lint.engine import analyze_source, discover, lint, suppressed_by_noqa
@@ -72,7 +72,7 @@ def read_source(path: str) -> Source | None:
         with open(path, "rb") as handle:
             stat = os.fstat(handle.fileno())
             data = handle.read()
-        encoding, _ = tokenize.detect_encoding(iter(data.splitlines(keepends=True)).__next__)
+        encoding = encoding_of(data)
         text = data.decode(encoding)
     except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
         return None

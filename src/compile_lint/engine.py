@@ -156,47 +156,41 @@ class SummaryCache:
             pass  # a read-only tree lints fine, just without a cache
 
 
-def _analyze_path(path: str) -> tuple[str, bytes | None, FileSummary]:
-    try:
-        data = Path(path).read_bytes()
-    except OSError as error:
-        return path, None, unreadable(path, f"cannot read: {error.strerror or error}")
-    return path, data, analyze_bytes(path, data)
-
-
 def summarize(paths: list[str], jobs: int = 1, cache_root: Path | None = None) -> tuple[list[FileSummary], int]:
     """Summaries for `paths`, in order; returns (summaries, how many came from the cache)."""
     store = SummaryCache(cache_root) if cache_root else None
     results: dict[str, FileSummary] = {}
-    missing: list[str] = []
-    keys: dict[str, str] = {}
+    missing: list[tuple[str, bytes]] = []
+    cached = 0
     for path in paths:
-        if store is None:
-            missing.append(path)
-            continue
         try:
-            keys[path] = store.key(path, Path(path).read_bytes())
-        except OSError:
-            missing.append(path)
+            data = Path(path).read_bytes()
+        except OSError as error:
+            results[path] = unreadable(path, f"cannot read: {error.strerror or error}")
             continue
-        hit = store.get(keys[path])
+        hit = store.get(store.key(path, data)) if store else None
         if hit is None:
-            missing.append(path)
+            missing.append((path, data))
         else:
             results[path] = hit
-    for path, data, summary in _run(missing, jobs):
+            cached += 1
+    for (path, data), summary in zip(missing, _run(missing, jobs), strict=True):
         results[path] = summary
-        if store is not None and data is not None and path in keys:
-            store.put(keys[path], summary)
-    return [results[p] for p in paths], len(paths) - len(missing)
+        if store is not None:
+            store.put(store.key(path, data), summary)
+    return [results[p] for p in paths], cached
 
 
-def _run(paths: list[str], jobs: int) -> Iterator[tuple[str, bytes | None, FileSummary]]:
-    if jobs <= 1 or len(paths) < 2:
-        yield from map(_analyze_path, paths)
+def _analyze_item(item: tuple[str, bytes]) -> FileSummary:
+    return analyze_bytes(*item)
+
+
+def _run(items: list[tuple[str, bytes]], jobs: int) -> Iterator[FileSummary]:
+    if jobs <= 1 or len(items) < 2:
+        yield from map(_analyze_item, items)
         return
     with ProcessPoolExecutor(max_workers=jobs) as pool:
-        yield from pool.map(_analyze_path, paths, chunksize=max(1, len(paths) // (jobs * 4)))
+        yield from pool.map(_analyze_item, items, chunksize=max(1, len(items) // (jobs * 4)))
 
 
 def suppressed_by_noqa(finding: Finding, lines: list[str]) -> bool:

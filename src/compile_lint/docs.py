@@ -92,10 +92,14 @@ def replace_rules_table(readme: str) -> str:
 
 def print_rules(console: Console) -> None:
     table = Table()
-    for column in COLUMNS:  # only the summary wraps; names and codes stay whole
-        table.add_column(column, no_wrap=column != "summary")
-    for rule in all_rules():
-        table.add_row(*(Text(cell) for cell in rule_row(rule)))  # literal text, not markup
+    rows = [rule_row(rule) for rule in all_rules()]
+    for index, column in enumerate(COLUMNS):  # long lists wrap; codes and names keep their full width
+        if column in ("summary", "GB codes"):
+            table.add_column(column, overflow="fold", min_width=6)
+        else:
+            table.add_column(column, no_wrap=True, min_width=max(len(row[index]) for row in rows))
+    for row in rows:
+        table.add_row(*(Text(cell) for cell in row))  # literal text, not markup
     console.print(table)
 
 

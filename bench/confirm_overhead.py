@@ -55,15 +55,16 @@ def timed(command: list[str], ok: tuple[int, ...]) -> tuple[float, float]:
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def measure(label: str, files: list[str], repeats: int) -> None:
+def measure(label: str, files: list[str], repeats: int, jobs: int = 1) -> None:
     bare = [sys.executable, "-c", BARE, *files]
     targets = [arg for path in files for arg in ("--target", f"{path}:compile_lint_targets")]
-    confirm = [sys.executable, "-m", "compile_lint.cli", "--confirm", "--format", "json", *files, *targets]
+    confirm = [sys.executable, "-m", "compile_lint.cli", "--confirm", "-j", str(jobs), "--format", "json"]
+    confirm += [*files, *targets]
     bare_runs, confirm_runs = [], []
     for _ in range(repeats):  # interleaved, so machine load affects both alike
         bare_runs.append(timed(bare, ok=(0,)))
         confirm_runs.append(timed(confirm, ok=(0, 1)))
-    print(f"{label}: {len(files)} file(s)")
+    print(f"{label}: {len(files)} file(s), --confirm -j {jobs}")
     for kind, index in (("wall", 0), ("CPU", 1)):
         bare_median = statistics.median(run[index] for run in bare_runs)
         confirm_median = statistics.median(run[index] for run in confirm_runs)
@@ -79,6 +80,7 @@ def main() -> None:
     print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} (other processes slow both sides alike)")
     measure("seed example", ["fixtures/seed_step.py"], repeats)
     measure("every fixture", FIXTURES, repeats)
+    measure("every fixture", FIXTURES, repeats, jobs=2)  # two workers; the bare script stays one process
 
 
 if __name__ == "__main__":

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import queue
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -67,10 +70,12 @@ def confirm(paths: list[str], config: Config, options: ConfirmOptions, progress:
         raise UsageError(
             "--confirm runs your code under torch.compile and needs torch: pip install 'compile-lint[confirm]'"
         )
-    pool = WorkerPool(options.backend, options.timeout)
-    pool.start()  # torch imports in the worker while the static pass runs here
+    pools = [WorkerPool(options.backend, options.timeout) for _ in range(max(1, options.jobs))]
+    pools[0].start()  # torch imports in the worker while the static pass runs here
     try:
         files, specs, unrunnable, project = _plan(paths, config, options)
+        for pool in pools[1 : len(specs)]:
+            pool.start()
         static = apply_filters(project.findings(), config)
         linted = {os.path.realpath(f): f for f in files}
         observed = Observed()
@@ -82,23 +87,55 @@ def confirm(paths: list[str], config: Config, options: ConfirmOptions, progress:
         def request(spec: TargetSpec) -> dict[str, Any]:
             return {"target": spec.request(options.backend, options.shape), "files": list(linted)}
 
-        progress.start(len(specs))
-        for spec in specs:
-            if spec.region is None or spec.region not in covered:
-                collected = _collect(spec, pool.run(request(spec)), observed, runs, covered, options.backend)
+        def run_all(batch: list[TargetSpec]) -> None:
+            for spec, reply in zip(batch, _run_each(batch, pools, request, progress), strict=True):
+                collected = _collect(spec, reply, observed, runs, covered, options.backend)
                 spec_of_run.update((report.label, spec) for report in collected)
                 reports.extend(collected)
-            progress.advance(spec.label)
+
+        progress.start(len(specs))
+        run_all([spec for spec in specs if spec.region is None])  # explicit factories first: they cover regions
+        automatic = [spec for spec in specs if spec.region is not None]
+        for spec in automatic:
+            if spec.region in covered:
+                progress.advance(spec.label)
+        run_all([spec for spec in automatic if spec.region not in covered])
         matched = match(static, observed, linted)
-        check_fixes(((finding, run) for finding, _, run in matched.confirmed_by), spec_of_run, pool.run, request)
-        versions = pool.describe()
+        check_fixes(((finding, run) for finding, _, run in matched.confirmed_by), spec_of_run, pools[0].run, request)
+        versions = pools[0].describe()
     finally:
-        pool.close()
+        for pool in pools:
+            pool.close()
     result = ConfirmResult(matched.findings, len(files), reports, {**versions, "targets": [vars(r) for r in reports]})
     if options.repro_dir is not None:
         confirmed = [(finding, brk, runs[run]) for finding, brk, run in matched.confirmed_by]
         result.repro_scripts = write_all(options.repro_dir, confirmed, versions)
     return result
+
+
+def _run_each(
+    specs: list[TargetSpec],
+    pools: list[WorkerPool],
+    request: Callable[[TargetSpec], dict[str, Any]],
+    progress: Progress,
+) -> list[dict[str, Any]]:
+    """Each spec's reply, in order; with several workers (`-j N`), N targets run at once."""
+    free: queue.Queue[WorkerPool] = queue.Queue()
+    for pool in pools:
+        free.put(pool)
+
+    def run_one(spec: TargetSpec) -> dict[str, Any]:
+        pool = free.get()
+        try:
+            return pool.run(request(spec))
+        finally:
+            free.put(pool)
+            progress.advance(spec.label)
+
+    if len(pools) == 1:
+        return [run_one(spec) for spec in specs]
+    with ThreadPoolExecutor(max_workers=len(pools)) as executor:
+        return list(executor.map(run_one, specs))
 
 
 def _plan(

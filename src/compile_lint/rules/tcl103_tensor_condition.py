@@ -47,7 +47,7 @@ def _claim_operators(test: cst.BaseExpression, ctx: RuleContext) -> None:
 class TensorCondition(Rule):
     code = "TCL103"
     name = "tensor-condition"
-    summary = "Branch on a tensor value (`if`/`while`/ternary/`and`/`or`/comprehension filter)"
+    summary = "Branch on a tensor value (`if`/`while`/ternary/`and`/`or`/comprehension filter/`assert not`)"
     gb_codes = ("GB0170",)
     fix = (
         "Compute both sides and select with `torch.where(cond, a, b)`, or use "

@@ -49,9 +49,16 @@ class RuleContext:
     compiled_names: frozenset[str] = frozenset()  # last names of what the file passes to `compile(...)`
     reported: set[int] = field(default_factory=set)  # ids of nodes some rule claimed already
     pending: list[_Pending] = field(default_factory=list)
+    _names: dict[tuple[str, str, str | None], set[str]] = field(default_factory=dict)
 
     def resolve(self, node: cst.BaseExpression) -> str | None:
         return self.imports.resolve(node)
+
+    def names(self, rule: Rule, kind: str) -> set[str]:
+        """A rule's own set of local names (e.g. those bound to a list of tensors) in the function
+        being walked; fresh for every function and file."""
+        owner = self.function.qualname if self.function else None
+        return self._names.setdefault((rule.code, kind, owner), set())
 
     def report(
         self,

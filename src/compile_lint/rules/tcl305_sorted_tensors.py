@@ -66,15 +66,8 @@ class SortedTensors(Rule):
         Example("@torch.compile\ndef f(x):\n    values, indices = x.sort()\n    return values\n"),
     )  # fmt: skip
 
-    def __init__(self) -> None:
-        # Names bound to a sequence of tensors, per function of the file being walked.
-        self.sequences: dict[str | None, set[str]] = {}
-
-    def visit_Module(self, node: cst.Module, ctx: RuleContext) -> None:
-        self.sequences = {}
-
     def _names(self, ctx: RuleContext) -> set[str]:
-        return self.sequences.setdefault(ctx.function.qualname if ctx.function else None, set())
+        return ctx.names(self, "tensor-sequences")
 
     def visit_Assign(self, node: cst.Assign, ctx: RuleContext) -> None:
         if len(node.targets) != 1 or not isinstance(node.targets[0].target, cst.Name):

@@ -52,15 +52,8 @@ class TensorStorage(Rule):
         Example("class Store:\n    def storage(self):\n        return {}\n\n    def forward(self, x):\n        return self.storage()\n"),
     )  # fmt: skip
 
-    def __init__(self) -> None:
-        # Names bound to `t.untyped_storage()`, per function of the file being walked.
-        self.storages: dict[str | None, set[str]] = {}
-
-    def visit_Module(self, node: cst.Module, ctx: RuleContext) -> None:
-        self.storages = {}
-
     def _names(self, ctx: RuleContext) -> set[str]:
-        return self.storages.setdefault(ctx.function.qualname if ctx.function else None, set())
+        return ctx.names(self, "storages")
 
     def _is_untyped_storage(self, node: cst.BaseExpression, ctx: RuleContext) -> bool:
         if isinstance(node, cst.Name):

@@ -146,6 +146,10 @@ class TensorFacts:
     def is_tensor(self, node: cst.BaseExpression) -> bool:
         return self.kind(node) is Kind.TENSOR
 
+    def may_be_tensor(self, node: cst.BaseExpression) -> bool:
+        """A tensor, or nothing known against it: for calls only tensors have (`.item()`, `.storage()`)."""
+        return self.kind(node) in (Kind.TENSOR, Kind.UNKNOWN)
+
     def has_evidence(self, node: cst.BaseExpression) -> bool:
         """A tensor for a reason beyond un-annotated parameters being taken as tensors: a torch call, a tensor
         method, a `Tensor` annotation. `int(width * ratio)` on bare parameters has none (they are often numbers)."""

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from compile_lint.analysis.tensors import Kind, receiver_code, short_code, without_item
+from compile_lint.analysis.tensors import receiver_code, short_code, without_item
 from compile_lint.analysis.walker import RuleContext
 from compile_lint.rules.base import CAPTURE_SCALAR, Example, Rule
-
-NOT_TENSORS = (Kind.OTHER, Kind.STR, Kind.SCALAR, Kind.MODULE)
 
 
 class TensorItem(Rule):
@@ -86,7 +84,7 @@ def _is_tensor_item(node: cst.CSTNode, ctx: RuleContext) -> bool:
     if not isinstance(node, cst.Call) or node.args:
         return False
     func = node.func
-    return isinstance(func, cst.Attribute) and func.attr.value == "item" and ctx.facts.kind(func.value) not in NOT_TENSORS
+    return isinstance(func, cst.Attribute) and func.attr.value == "item" and ctx.facts.may_be_tensor(func.value)
 
 
 def _item_calls(test: cst.BaseExpression, ctx: RuleContext) -> list[cst.Call]:

@@ -7,7 +7,7 @@ from collections.abc import Iterator, Sequence
 import libcst as cst
 
 from compile_lint.analysis.tensors import Kind, receiver_code, short_code
-from compile_lint.analysis.walker import RuleContext
+from compile_lint.analysis.walker import RuleContext, iter_nodes
 from compile_lint.rules.base import CAPTURE_SCALAR, Example, Rule
 
 CONVERSIONS = {
@@ -29,12 +29,8 @@ def converted_tensor(node: cst.Call, ctx: RuleContext) -> str | None:
 
 
 def _calls_within(args: Sequence[cst.Arg]) -> Iterator[cst.Call]:
-    pending: list[cst.CSTNode] = [arg.value for arg in args]
-    while pending:
-        node = pending.pop()
-        if isinstance(node, cst.Call):
-            yield node
-        pending.extend(node.children)
+    for arg in args:
+        yield from (node for node in iter_nodes(arg.value) if isinstance(node, cst.Call))
 
 
 class ScalarConversion(Rule):

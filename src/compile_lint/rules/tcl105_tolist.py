@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from compile_lint.analysis.tensors import Kind, short_code
+from compile_lint.analysis.tensors import short_code
 from compile_lint.analysis.walker import RuleContext
 from compile_lint.rules.base import Example, Rule
 
-NOT_TENSORS = (Kind.OTHER, Kind.STR, Kind.SCALAR, Kind.MODULE)
 INTEGER_METHODS = frozenset({"argmax", "argmin", "argsort", "long", "int", "short", "nonzero", "count_nonzero"})
 
 
@@ -50,7 +49,7 @@ class TensorToList(Rule):
         if not isinstance(func, cst.Attribute) or func.attr.value != "tolist" or node.args:
             return
         tensor = func.value
-        if ctx.facts.kind(tensor) in NOT_TENSORS:
+        if not ctx.facts.may_be_tensor(tensor):
             return
         shown = short_code(tensor)
         ctx.report(

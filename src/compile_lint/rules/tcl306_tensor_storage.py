@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import libcst as cst
 
-from compile_lint.analysis.tensors import Kind, dotted_code
+from compile_lint.analysis.tensors import dotted_code
 from compile_lint.analysis.walker import RuleContext
 from compile_lint.rules.base import Example, Rule
 
 NON_TENSOR_OP = "GB0208"  # torch.* op returned non-Tensor: `t.storage()` (TypedStorage)
 UNSUPPORTED_METHOD = "GB0156"  # Unsupported method call: methods of an UntypedStorage
-NOT_TENSORS = (Kind.OTHER, Kind.STR, Kind.SCALAR, Kind.MODULE)
 # UntypedStorage methods Dynamo answers while tracing (measured: `size()` traces, `nbytes()`,
 # `data_ptr()` and `element_size()` break).
 TRACED_STORAGE_METHODS = frozenset({"size"})
@@ -19,7 +18,7 @@ TRACED_STORAGE_METHODS = frozenset({"size"})
 def is_tensor_receiver(node: cst.BaseExpression, ctx: RuleContext) -> bool:
     if isinstance(node, cst.Name) and node.value == "self":
         return False  # a class's own `storage()` method
-    return ctx.facts.kind(node) not in NOT_TENSORS
+    return ctx.facts.may_be_tensor(node)
 
 
 class TensorStorage(Rule):

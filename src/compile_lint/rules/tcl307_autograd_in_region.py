@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import libcst as cst
 
-from compile_lint.analysis.tensors import Kind, dotted_code
+from compile_lint.analysis.tensors import dotted_code
 from compile_lint.analysis.walker import RuleContext
 from compile_lint.rules.base import Example, Rule
 
 AUTOGRAD_GRAD = "GB9186"  # using `torch.autograd.grad` with `torch._dynamo.config.trace_autograd_ops=False`
 TENSOR_BACKWARD = "GB0123"  # Unsupported Tensor.backward() call
 SKIPPED = "GB0007"  # Attempted to call function marked as skipped: torch.autograd.backward
-NOT_TENSORS = (Kind.OTHER, Kind.STR, Kind.SCALAR, Kind.MODULE)
 BACKWARD_FIX = (
     "Return the loss and call `.backward()` on it outside the compiled function (torch.compile still "
     "compiles the matching backward graph); for gradients inside the region use `torch.func.grad`."
@@ -92,7 +91,7 @@ class AutogradInRegion(Rule):
         receiver = func.value
         if isinstance(receiver, cst.Name) and receiver.value == "self":
             return False  # a module's own `backward` method
-        return ctx.facts.kind(receiver) not in NOT_TENSORS
+        return ctx.facts.may_be_tensor(receiver)
 
 
 RULE = AutogradInRegion()

@@ -27,7 +27,6 @@ FIXES = {
     "`torch.zeros(N, dtype=torch.long).scatter_add_(0, {x}, torch.ones_like({x}))`; " + CAPTURE_HINT,
     "where": "Give `torch.where(cond, a, b)` all three arguments (same shape as `cond`); " + CAPTURE_HINT,
 }
-NOT_TENSORS = (Kind.OTHER, Kind.STR, Kind.SCALAR, Kind.MODULE)
 
 
 def _keyword(node: cst.Call, name: str) -> cst.Arg | None:
@@ -87,7 +86,7 @@ class DynamicShapeOp(Rule):
             op = full.removeprefix("torch.")
             if op == "repeat_interleave" and len(args) == 1:  # torch.repeat_interleave(repeats)
                 args = [args[0], args[0]]
-        elif isinstance(func, cst.Attribute) and ctx.facts.kind(func.value) not in NOT_TENSORS:
+        elif isinstance(func, cst.Attribute) and ctx.facts.may_be_tensor(func.value):
             op = func.attr.value
             if op == "where":  # `t.where(cond, other)` always has the shape of `t`
                 return

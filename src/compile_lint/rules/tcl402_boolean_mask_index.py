@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from compile_lint.analysis.tensors import Kind, receiver_code, short_code
+from compile_lint.analysis.tensors import receiver_code, short_code
 from compile_lint.analysis.walker import RuleContext
 from compile_lint.rules.base import CAPTURE_DYNAMIC, Example, Rule
-
-NOT_TENSORS = (Kind.OTHER, Kind.STR, Kind.SCALAR, Kind.MODULE)
 
 
 def _store_targets(target: cst.BaseExpression) -> list[cst.Subscript]:
@@ -65,7 +63,7 @@ class BooleanMaskIndex(Rule):
             ctx.reported.update(id(s) for s in _store_targets(target.target))
 
     def visit_Subscript(self, node: cst.Subscript, ctx: RuleContext) -> None:
-        if id(node) in ctx.reported or ctx.facts.kind(node.value) in NOT_TENSORS:
+        if id(node) in ctx.reported or not ctx.facts.may_be_tensor(node.value):
             return
         for element in node.slice:
             index = element.slice

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from compile_lint import versions
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised on 3.10 only
@@ -20,6 +22,7 @@ TOP_KEYS = {
     "extra-regions": "function names or qualified names (`Model.step`) to treat as compiled",
     "capture-scalar-outputs": "true if the project sets torch._dynamo.config.capture_scalar_outputs",
     "capture-dynamic-output-shape-ops": "true if the project sets capture_dynamic_output_shape_ops",
+    "torch-version": "the torch release the project runs, e.g. \"2.14\" (default: the installed torch)",
     "confirm": "table of settings for `--confirm`",
 }
 CONFIRM_KEYS = {
@@ -55,6 +58,7 @@ class Config:
     extra_regions: list[str] = field(default_factory=list)
     capture_scalar_outputs: bool = False
     capture_dynamic_output_shape_ops: bool = False
+    torch_version: str | None = None  # as written; see versions.target_version
     confirm: ConfirmConfig = field(default_factory=ConfirmConfig)
 
     def flags(self) -> set[str]:
@@ -146,6 +150,11 @@ def parse_table(table: dict[str, Any], source: Path) -> Config:
     config.extra_regions = _typed(table.get("extra-regions", []), list, "extra-regions", source, str)
     for key in ("capture-scalar-outputs", "capture-dynamic-output-shape-ops"):
         setattr(config, key.replace("-", "_"), _typed(table.get(key, False), bool, key, source))
+    if "torch-version" in table:
+        written = _typed(table["torch-version"], str, "torch-version", source)
+        if versions.parse(written) is None:
+            raise ConfigError(f"{source}: `torch-version` must look like \"2.14\", got {written!r}")
+        config.torch_version = written
     confirm = _typed(table.get("confirm", {}), dict, "confirm", source)
     _check_keys(confirm, CONFIRM_KEYS, "tool.compile-lint.confirm", source)
     defaults = ConfirmConfig()

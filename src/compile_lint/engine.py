@@ -23,6 +23,7 @@ from compile_lint.config import Config
 from compile_lint.finding import Finding
 from compile_lint.project import ProjectContext
 from compile_lint.rules import all_rules, rule_by_code
+from compile_lint.versions import NEWEST, TorchVersion, label, target_version
 
 EXCLUDED_DIRS = frozenset({".git", ".hg", ".venv", "venv", "__pycache__", "node_modules", "build", "dist", ".tox"})
 NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
@@ -85,14 +86,14 @@ def compiled_names(text: str) -> frozenset[str]:
     return frozenset(match.rsplit(".", 1)[-1] for match in COMPILE_CALL.findall(text))
 
 
-def analyze_source(path: str, text: str) -> FileSummary:
+def analyze_source(path: str, text: str, torch_version: TorchVersion = NEWEST) -> FileSummary:
     """Everything the project needs from one file's text; never raises."""
     try:
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as error:
         return _syntax_error(path, text, error)
     try:
-        walker = FileWalker(path, module_name(path), dispatch_table(), compiled_names(text))
+        walker = FileWalker(path, module_name(path), dispatch_table(), compiled_names(text), torch_version)
         return collect(module, walker)
     except RecursionError:
         return unreadable(path, "too deeply nested to analyse")
@@ -110,12 +111,12 @@ def _syntax_error(path: str, text: str, error: cst.ParserSyntaxError) -> FileSum
     return unreadable(path, f"syntax error: {error.message}", error.raw_line, error.raw_column + 1)
 
 
-def analyze_bytes(path: str, data: bytes) -> FileSummary:
+def analyze_bytes(path: str, data: bytes, torch_version: TorchVersion = NEWEST) -> FileSummary:
     try:
         text = decode(data)
     except (UnicodeDecodeError, SyntaxError, LookupError) as error:
         return unreadable(path, f"cannot decode: {error}")
-    return analyze_source(path, text)
+    return analyze_source(path, text, torch_version)
 
 
 @cache
@@ -129,10 +130,10 @@ def engine_fingerprint() -> str:
 
 
 class SummaryCache:
-    """Summaries keyed by a hash of the file's bytes, path and the engine's own code."""
+    """Summaries keyed by a hash of the file's bytes, path, the target torch and the engine's own code."""
 
-    def __init__(self, root: Path) -> None:
-        self.folder = root / CACHE_DIR / engine_fingerprint()
+    def __init__(self, root: Path, torch_version: TorchVersion) -> None:
+        self.folder = root / CACHE_DIR / f"{engine_fingerprint()}-torch{label(torch_version)}"
 
     def key(self, path: str, data: bytes) -> str:
         return hashlib.sha256(path.encode() + b"\0" + data).hexdigest()
@@ -156,9 +157,11 @@ class SummaryCache:
             pass  # a read-only tree lints fine, just without a cache
 
 
-def summarize(paths: list[str], jobs: int = 1, cache_root: Path | None = None) -> tuple[list[FileSummary], int]:
+def summarize(
+    paths: list[str], torch_version: TorchVersion, jobs: int = 1, cache_root: Path | None = None
+) -> tuple[list[FileSummary], int]:
     """Summaries for `paths`, in order; returns (summaries, how many came from the cache)."""
-    store = SummaryCache(cache_root) if cache_root else None
+    store = SummaryCache(cache_root, torch_version) if cache_root else None
     results: dict[str, FileSummary] = {}
     missing: list[tuple[str, bytes]] = []
     cached = 0
@@ -174,18 +177,19 @@ def summarize(paths: list[str], jobs: int = 1, cache_root: Path | None = None) -
         else:
             results[path] = hit
             cached += 1
-    for (path, data), summary in zip(missing, _run(missing, jobs), strict=True):
+    items = [(path, data, torch_version) for path, data in missing]
+    for (path, data), summary in zip(missing, _run(items, jobs), strict=True):
         results[path] = summary
         if store is not None:
             store.put(store.key(path, data), summary)
     return [results[p] for p in paths], cached
 
 
-def _analyze_item(item: tuple[str, bytes]) -> FileSummary:
+def _analyze_item(item: tuple[str, bytes, TorchVersion]) -> FileSummary:
     return analyze_bytes(*item)
 
 
-def _run(items: list[tuple[str, bytes]], jobs: int) -> Iterator[FileSummary]:
+def _run(items: list[tuple[str, bytes, TorchVersion]], jobs: int) -> Iterator[FileSummary]:
     if jobs <= 1 or len(items) < 2:
         yield from map(_analyze_item, items)
         return
@@ -219,15 +223,19 @@ def apply_filters(findings: list[Finding], config: Config) -> list[Finding]:
     return sorted(kept, key=lambda f: f.sort_key)
 
 
-def lint_source(text: str, path: str = "<source>", flags: set[str] | None = None) -> list[Finding]:
+def lint_source(
+    text: str, path: str = "<source>", flags: set[str] | None = None, torch_version: TorchVersion = NEWEST
+) -> list[Finding]:
     """Findings for one file's text on its own (no noqa or select filtering): for the flake8
     plugin, which has read the file already, and for the rules' own examples."""
-    project = ProjectContext([analyze_source(path, text)], flags=set(flags or ()), read_source={path: text}.__getitem__)
+    summary = analyze_source(path, text, torch_version)
+    project = ProjectContext([summary], flags=set(flags or ()), read_source={path: text}.__getitem__)
     return sorted(project.findings(), key=lambda f: f.sort_key)
 
 
 def lint(paths: list[str], config: Config, jobs: int = 1, use_cache: bool = True) -> LintResult:
     files = discover(paths)
-    summaries, cached = summarize(files, jobs, config.root if use_cache else None)
+    torch_version = target_version(config.torch_version)
+    summaries, cached = summarize(files, torch_version, jobs, config.root if use_cache else None)
     project = ProjectContext(summaries, flags=config.flags(), extra_regions=config.extra_regions)
     return LintResult(apply_filters(project.findings(), config), len(files), cached)

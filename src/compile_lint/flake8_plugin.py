@@ -20,6 +20,7 @@ from compile_lint.config import Config, ConfigError, load_config
 from compile_lint.engine import analyze_source
 from compile_lint.finding import Finding
 from compile_lint.project import ProjectContext
+from compile_lint.versions import target_version
 
 Error = tuple[int, int, str, type]
 
@@ -50,7 +51,7 @@ class CompileLintPlugin:
         except ConfigError as error:  # a flake8 error line, not a traceback from inside flake8
             yield 1, 0, f"TCL000 file not linted: configuration error: {error}", type(self)
             return
-        summary = analyze_source(self.filename, "".join(self.lines))
+        summary = analyze_source(self.filename, "".join(self.lines), target_version(config.torch_version))
         project = ProjectContext([summary], flags=config.flags(), extra_regions=config.extra_regions)
         for finding in sorted(project.findings(), key=lambda f: f.sort_key):
             # flake8 columns are 0-based; it adds 1 when it prints them.

@@ -14,6 +14,7 @@ from compile_lint.analysis.positions import spans_of
 from compile_lint.analysis.summary import CallEdge, Candidate, ClassSummary, FileSummary, FunctionSummary
 from compile_lint.analysis.tensors import Kind, TensorFacts
 from compile_lint.finding import Finding, Severity
+from compile_lint.versions import NEWEST, TorchVersion
 
 if TYPE_CHECKING:
     from compile_lint.rules.base import Rule
@@ -47,6 +48,7 @@ class RuleContext:
     function: FunctionSummary | None = None
     in_forward: bool = False
     compiled_names: frozenset[str] = frozenset()  # last names of what the file passes to `compile(...)`
+    torch_version: TorchVersion = NEWEST  # the torch the project runs: codes and fixes depend on it
     reported: set[int] = field(default_factory=set)  # ids of nodes some rule claimed already
     pending: list[_Pending] = field(default_factory=list)
     _names: dict[tuple[str, str, str | None], set[str]] = field(default_factory=dict)
@@ -188,12 +190,15 @@ class FileWalker:
         module_name: str,
         dispatch: dict[type[cst.CSTNode], list[Visitor]],
         compiled_names: frozenset[str] = frozenset(),
+        torch_version: TorchVersion = NEWEST,
     ) -> None:
         self.dispatch = dispatch
         self.imports = ImportMap()
         self.summary = FileSummary(path=path, module=module_name)
         facts = TensorFacts(self.imports)
-        self.ctx = RuleContext(path=path, imports=self.imports, facts=facts, compiled_names=compiled_names)
+        self.ctx = RuleContext(
+            path=path, imports=self.imports, facts=facts, compiled_names=compiled_names, torch_version=torch_version
+        )
         self.module_facts = self.ctx.facts
         self.class_stack: list[ClassSummary] = []
         self.function_depth = 0

@@ -23,6 +23,7 @@ from compile_lint.confirm.runner import WorkerPool
 from compile_lint.engine import apply_filters, discover, summarize
 from compile_lint.finding import Finding
 from compile_lint.project import ProjectContext
+from compile_lint.versions import target_version
 
 
 @dataclass
@@ -143,7 +144,9 @@ def _plan(
 ) -> tuple[list[str], list[TargetSpec], list[Unrunnable], ProjectContext]:
     """Explicit factories first, so the automatic targets they already cover are skipped."""
     files = discover(paths)
-    summaries, _ = summarize(files, options.jobs, config.root if options.use_cache else None)
+    summaries, _ = summarize(
+        files, target_version(config.torch_version), options.jobs, config.root if options.use_cache else None
+    )
     project = ProjectContext(summaries, flags=config.flags(), extra_regions=config.extra_regions)
     explicit = explicit_specs(options.targets, Path.cwd()) + explicit_specs(config.confirm.targets, config.root)
     automatic, unrunnable = automatic_specs(project)

@@ -24,6 +24,7 @@ from compile_lint.finding import Finding
 from compile_lint.fixes.apply import FixError, fix_text
 from compile_lint.fixes.codemods import CODEMODS, Edit, Safety
 from compile_lint.project import ProjectContext
+from compile_lint.versions import target_version
 
 MAX_ROUNDS = 10  # a fix can expose another (e.g. a guarded print inside a rewritten branch)
 
@@ -92,7 +93,8 @@ def _selected(findings: Iterable[Finding], config: Config, texts: dict[str, str]
 def plan_fixes(paths: list[str], config: Config, allowed: set[Safety]) -> Plan:
     sources = {s.path: s for s in map(read_source, discover(paths)) if s is not None}
     texts = {path: source.text for path, source in sources.items()}
-    summaries: dict[str, FileSummary] = {path: analyze_source(path, text) for path, text in texts.items()}
+    version = target_version(config.torch_version)
+    summaries: dict[str, FileSummary] = {path: analyze_source(path, text, version) for path, text in texts.items()}
     applied: dict[str, list[Edit]] = {path: [] for path in sources}
     plan = Plan()
     withheld: dict[str, int] = {}
@@ -115,7 +117,7 @@ def plan_fixes(paths: list[str], config: Config, allowed: set[Safety]) -> Plan:
             withheld[path] = len(result.withheld)
             if result.applied:
                 texts[path] = result.text
-                summaries[path] = analyze_source(path, result.text)
+                summaries[path] = analyze_source(path, result.text, version)
                 applied[path].extend(result.applied)
                 changed.add(path)
         if not changed:

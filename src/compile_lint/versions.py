@@ -1,0 +1,44 @@
+"""Which torch the linted project targets: `torch-version` in the config, else the installed torch's
+metadata (read with importlib.metadata, never by importing torch), else the newest version we know.
+
+Rules differ by version (GB codes, whether a call breaks at all, fix texts), so every lint runs for
+exactly one of the KNOWN versions; others are mapped to the nearest known one.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import re
+
+TorchVersion = tuple[int, int]
+KNOWN: tuple[TorchVersion, ...] = ((2, 13), (2, 14))
+NEWEST = KNOWN[-1]
+_VERSION = re.compile(r"^\s*(\d+)\.(\d+)")
+
+
+def parse(text: str) -> TorchVersion | None:
+    """`"2.14.1+cu128"` -> (2, 14); None when the text does not start with a version."""
+    match = _VERSION.match(text)
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def nearest_known(version: TorchVersion) -> TorchVersion:
+    """Newer than we know -> the newest known; older -> the oldest; else the newest known not after it."""
+    return max((known for known in KNOWN if known <= version), default=KNOWN[0])
+
+
+def installed() -> TorchVersion | None:
+    try:
+        return parse(importlib.metadata.version("torch"))
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def target_version(configured: str | None = None) -> TorchVersion:
+    """The version to lint for: the configured one, else the installed torch, else the newest known."""
+    version = parse(configured) if configured else installed()
+    return nearest_known(version) if version else NEWEST
+
+
+def label(version: TorchVersion) -> str:
+    return f"{version[0]}.{version[1]}"

@@ -11,9 +11,10 @@ from pathlib import Path
 from rich.console import Console
 
 from compile_lint import __version__
-from compile_lint.config import Config, ConfigError, load_config
-from compile_lint.engine import lint
+from compile_lint.config import MODES, Config, ConfigError, load_config
+from compile_lint.engine import build_project, lint
 from compile_lint.finding import Finding
+from compile_lint.fixes.codemods import Safety
 from compile_lint.reporters import github, json_report, sarif, text
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -45,10 +46,23 @@ def build_parser() -> argparse.ArgumentParser:
         "guarded prints do not run under compile); implies --fix",
     )
     parser.add_argument("--diff", action="store_true", help="print the fixes as a diff; write nothing")
+    parser.add_argument(
+        "--mode",
+        choices=MODES,
+        help="all (default): report every path; inference: self.training is False, training-only findings are "
+        "dropped; training: self.training is True",
+    )
+    parser.add_argument(
+        "--show-regions",
+        action="store_true",
+        help="list every compiled region and how each reached function is reached",
+    )
     confirm = parser.add_argument_group("--confirm", "run the compiled regions under real Dynamo (executes your code)")
     confirm.add_argument("--confirm", action="store_true", help="give every finding a status and find missed breaks")
     confirm.add_argument(
-        "--target", action="append", metavar="MOD:FACTORY",
+        "--target",
+        action="append",
+        metavar="MOD:FACTORY",
         help="a zero-argument factory returning (fn, args[, kwargs]) or a list of them; repeatable",
     )
     confirm.add_argument("--backend", help="torch.compile backend (default: eager; detection is the same)")
@@ -59,6 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _merge_cli(config: Config, args: argparse.Namespace) -> Config:
+    if args.mode:
+        config.mode = args.mode
     if args.select:
         config.select = args.select
     if args.ignore:
@@ -71,13 +87,39 @@ def run_check(args: argparse.Namespace, console: Console) -> int:
     if args.confirm or args.target or args.repro_dir or args.backend or args.timeout is not None:
         return run_confirm(args, config, console)
     if args.fix or args.unsafe_fixes or args.diff:
-        from compile_lint.fixes import runner
-
-        return runner.run(args, config, console)
+        return run_fixes(args, config, console)
+    if args.show_regions:
+        text.render_regions(console, build_project(args.paths, config))
+        return EXIT_CLEAN
     jobs = args.jobs or os.cpu_count() or 1
     result = lint(args.paths, config, jobs=jobs, use_cache=not args.no_cache)
     report(result.findings, result.files, args.format, console)
     return EXIT_FINDINGS if result.findings else EXIT_CLEAN
+
+
+def run_fixes(args: argparse.Namespace, config: Config, console: Console) -> int:
+    """--fix / --unsafe-fixes / --diff: plan in memory, write (or show the diff), then report what is left."""
+    from compile_lint.fixes import runner
+
+    allowed: set[Safety] = {"safe", "unsafe"} if args.unsafe_fixes else {"safe"}
+    log = console if args.format == "text" and not args.diff else Console(stderr=True)
+    plan = runner.plan_fixes(args.paths, config, allowed)
+    hint = f" ({runner.count(plan.withheld, 'more fix', 'es')} with --unsafe-fixes)" if plan.withheld else ""
+    if args.diff:
+        for file in plan.files:
+            sys.stdout.write(file.diff())
+        sys.stdout.flush()  # the diff before the summary on stderr
+        fixes = sum(len(f.applied) for f in plan.files)
+        runner.print_errors(plan, log)
+        files = runner.count(len(plan.files), "file")
+        log.print(f"Would fix {runner.count(fixes, 'finding')} in {files}{hint}.", highlight=False)
+        return EXIT_FINDINGS if plan.files or plan.errors else EXIT_CLEAN
+    fixed = runner.write_all(plan, log)
+    runner.print_errors(plan, log)
+    log.print(f"Fixed {runner.count(fixed, 'finding')}{hint}.", highlight=False)
+    result = lint(args.paths, config, jobs=args.jobs or os.cpu_count() or 1, use_cache=not args.no_cache)
+    report(result.findings, result.files, args.format, console)
+    return EXIT_FINDINGS if result.findings or plan.errors else EXIT_CLEAN
 
 
 def run_confirm(args: argparse.Namespace, config: Config, console: Console) -> int:

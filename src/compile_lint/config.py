@@ -6,7 +6,7 @@ import fnmatch
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 from compile_lint import versions
 
@@ -20,9 +20,11 @@ TOP_KEYS = {
     "ignore": "list of code prefixes not to report",
     "per-file-ignores": "table of glob -> list of code prefixes",
     "extra-regions": "function names or qualified names (`Model.step`) to treat as compiled",
+    "exclude-regions": "function or class names never to treat as compiled (e.g. a class wrongly assumed a module)",
+    "mode": '"all" (default), "inference" (self.training is False: training-only findings dropped) or "training"',
     "capture-scalar-outputs": "true if the project sets torch._dynamo.config.capture_scalar_outputs",
     "capture-dynamic-output-shape-ops": "true if the project sets capture_dynamic_output_shape_ops",
-    "torch-version": "the torch release the project runs, e.g. \"2.14\" (default: the installed torch)",
+    "torch-version": 'the torch release the project runs, e.g. "2.14" (default: the installed torch)',
     "confirm": "table of settings for `--confirm`",
 }
 CONFIRM_KEYS = {
@@ -33,6 +35,8 @@ CONFIRM_KEYS = {
 }
 
 
+Mode = Literal["all", "inference", "training"]
+MODES: tuple[str, ...] = get_args(Mode)
 TOML_NAMES = {str: "string", int: "integer", float: "number", bool: "boolean", list: "list", dict: "table"}
 
 
@@ -56,6 +60,8 @@ class Config:
     ignore: list[str] = field(default_factory=list)
     per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
     extra_regions: list[str] = field(default_factory=list)
+    exclude_regions: list[str] = field(default_factory=list)
+    mode: Mode = "all"
     capture_scalar_outputs: bool = False
     capture_dynamic_output_shape_ops: bool = False
     torch_version: str | None = None  # as written; see versions.target_version
@@ -148,12 +154,17 @@ def parse_table(table: dict[str, Any], source: Path) -> Config:
     per_file = _typed(table.get("per-file-ignores", {}), dict, "per-file-ignores", source)
     config.per_file_ignores = {k: _codes(v, f"per-file-ignores.{k}", source) for k, v in per_file.items()}
     config.extra_regions = _typed(table.get("extra-regions", []), list, "extra-regions", source, str)
+    config.exclude_regions = _typed(table.get("exclude-regions", []), list, "exclude-regions", source, str)
+    mode = _typed(table.get("mode", "all"), str, "mode", source)
+    if mode not in MODES:
+        raise ConfigError(f"{source}: `mode` must be one of {', '.join(MODES)}, got {mode!r}")
+    config.mode = mode
     for key in ("capture-scalar-outputs", "capture-dynamic-output-shape-ops"):
         setattr(config, key.replace("-", "_"), _typed(table.get(key, False), bool, key, source))
     if "torch-version" in table:
         written = _typed(table["torch-version"], str, "torch-version", source)
         if versions.parse(written) is None:
-            raise ConfigError(f"{source}: `torch-version` must look like \"2.14\", got {written!r}")
+            raise ConfigError(f'{source}: `torch-version` must look like "2.14", got {written!r}')
         config.torch_version = written
     confirm = _typed(table.get("confirm", {}), dict, "confirm", source)
     _check_keys(confirm, CONFIRM_KEYS, "tool.compile-lint.confirm", source)

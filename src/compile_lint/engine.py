@@ -1,4 +1,9 @@
-"""Source -> parse -> per-file summaries (cached, optionally in parallel) -> project -> findings."""
+"""Source -> parse -> index -> project (regions, kinds, rules) -> findings, cached and in parallel.
+
+The analysis is whole-program (a helper's return value or a base class may live in another file),
+so the unit of parallelism is a group of files that import one another, and the cache keeps the
+findings of a whole run, keyed by every file's content and the options.
+"""
 
 from __future__ import annotations
 
@@ -7,35 +12,35 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from functools import cache
 from pathlib import Path
 
 import libcst as cst
 
 from compile_lint import __version__
+from compile_lint.analysis.index import FileIndex, build_index
+from compile_lint.analysis.packages import relative_module
 from compile_lint.analysis.source import decode, read_source
-from compile_lint.analysis.summary import FileSummary
-from compile_lint.analysis.walker import FileWalker, Visitor, collect
 from compile_lint.config import Config
 from compile_lint.finding import Finding
-from compile_lint.project import ProjectContext
-from compile_lint.rules import all_rules, rule_by_code
+from compile_lint.project import Options, Project
+from compile_lint.rules import rule_by_code
 from compile_lint.versions import NEWEST, TorchVersion, label, target_version
 
 EXCLUDED_DIRS = frozenset({".git", ".hg", ".venv", "venv", "__pycache__", "node_modules", "build", "dist", ".tox"})
 NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
 CACHE_DIR = ".compile_lint_cache"
-COMPILE_CALL = re.compile(r"\bcompile\(\s*([A-Za-z_][\w.]*)")
+IMPORTS = re.compile(r"^\s*(?:from\s+(\.*[\w.]*)\s+import|import\s+([\w.]+))", re.M)
 
 
 @dataclass
 class LintResult:
     findings: list[Finding] = field(default_factory=list)
     files: int = 0
-    cached: int = 0  # files whose summary came from the cache
+    cached: int = 0  # files whose findings came from the cache
 
 
 def discover(paths: Iterable[str]) -> list[str]:
@@ -62,44 +67,43 @@ def module_name(path: str) -> str:
     return ".".join(reversed(parts))
 
 
-@cache
-def dispatch_table() -> dict[type[cst.CSTNode], list[Visitor]]:
-    table: dict[type[cst.CSTNode], list[Visitor]] = {}
-    for rule in all_rules():
-        for node_type, method in rule.visitors():
-            table.setdefault(node_type, []).append(method)
-    return table
+def options_of(config: Config) -> Options:
+    return Options(
+        flags=config.flags(),
+        extra_regions=list(config.extra_regions),
+        exclude_regions=list(config.exclude_regions),
+        mode=config.mode,
+        torch_version=target_version(config.torch_version),
+    )
 
 
-def unreadable(path: str, message: str, line: int = 1, col: int = 1) -> FileSummary:
+def unreadable(path: str, message: str, line: int = 1, col: int = 1) -> Finding:
     rule = rule_by_code("TCL000")
     assert rule is not None
-    error = Finding(path, line, col, line, col, rule.code, f"{rule.summary}: {message}", severity="error", fix=rule.fix)
-    return FileSummary(path=path, module="", error=error)
+    return Finding(path, line, col, line, col, rule.code, f"{rule.summary}: {message}", severity="error", fix=rule.fix)
 
 
-def compiled_names(text: str) -> frozenset[str]:
-    """Last names of what the text passes to `compile(...)`: `step` for `torch.compile(self.step)`.
-
-    A regex over the text, so a rule can know them before the walk reaches the call (it usually
-    comes after the function's definition)."""
-    return frozenset(match.rsplit(".", 1)[-1] for match in COMPILE_CALL.findall(text))
-
-
-def analyze_source(path: str, text: str, torch_version: TorchVersion = NEWEST) -> FileSummary:
-    """Everything the project needs from one file's text; never raises."""
+def parse_source(path: str, text: str) -> FileIndex | Finding:
+    """The file's index, or one TCL000 finding saying why it cannot be linted; never raises."""
     try:
-        module = cst.parse_module(text)
+        tree = cst.parse_module(text)
     except cst.ParserSyntaxError as error:
         return _syntax_error(path, text, error)
     try:
-        walker = FileWalker(path, module_name(path), dispatch_table(), compiled_names(text), torch_version)
-        return collect(module, walker)
+        return build_index(path, module_name(path), tree, text)
     except RecursionError:
         return unreadable(path, "too deeply nested to analyse")
 
 
-def _syntax_error(path: str, text: str, error: cst.ParserSyntaxError) -> FileSummary:
+def parse_bytes(path: str, data: bytes) -> FileIndex | Finding:
+    try:
+        text = decode(data)
+    except (UnicodeDecodeError, SyntaxError, LookupError) as error:
+        return unreadable(path, f"cannot decode: {error}")
+    return parse_source(path, text)
+
+
+def _syntax_error(path: str, text: str, error: cst.ParserSyntaxError) -> Finding:
     """Python's own message and location when it agrees the file is invalid: they are clearer."""
     try:
         ast.parse(text)
@@ -111,14 +115,94 @@ def _syntax_error(path: str, text: str, error: cst.ParserSyntaxError) -> FileSum
     return unreadable(path, f"syntax error: {error.message}", error.raw_line, error.raw_column + 1)
 
 
-def analyze_bytes(path: str, data: bytes, torch_version: TorchVersion = NEWEST) -> FileSummary:
+@cache
+def load_source(path: str, module: str) -> FileIndex | None:
+    """A file the linted code imports from (never reported on); None if it cannot be parsed."""
     try:
-        text = decode(data)
-    except (UnicodeDecodeError, SyntaxError, LookupError) as error:
-        return unreadable(path, f"cannot decode: {error}")
-    return analyze_source(path, text, torch_version)
+        text = read_source(path)
+        return build_index(path, module, cst.parse_module(text), text)
+    except (OSError, UnicodeDecodeError, SyntaxError, LookupError, cst.ParserSyntaxError, RecursionError):
+        return None
 
 
+def analyze(items: list[tuple[str, bytes]], options: Options) -> list[Finding]:
+    """Findings of the files as one project (no noqa or select filtering)."""
+    indexes: list[FileIndex] = []
+    errors: list[Finding] = []
+    for path, data in items:
+        parsed = parse_bytes(path, data)
+        (errors if isinstance(parsed, Finding) else indexes).append(parsed)  # type: ignore[arg-type]
+    try:
+        return Project(indexes, options, errors, load_source).findings()
+    except RecursionError:
+        paths = ", ".join(path for path, _ in items[:3])
+        return [*errors, *(unreadable(i.path, f"too deeply nested to analyse (with {paths})") for i in indexes)]
+
+
+def build_project(paths: list[str], config: Config) -> Project:
+    """The project of these paths, for what needs more than findings (confirm's targets, --show-regions)."""
+    indexes: list[FileIndex] = []
+    errors: list[Finding] = []
+    for path in discover(paths):
+        try:
+            parsed = parse_bytes(path, Path(path).read_bytes())
+        except OSError as error:
+            parsed = unreadable(path, f"cannot read: {error.strerror or error}")
+        (errors if isinstance(parsed, Finding) else indexes).append(parsed)  # type: ignore[arg-type]
+    return Project(indexes, options_of(config), errors, load_source)
+
+
+# -- parallel groups ---------------------------------------------------------------------------------
+def import_groups(items: list[tuple[str, bytes]]) -> list[list[tuple[str, bytes]]]:
+    """Files that import one another (directly or through others) form a group; groups are independent."""
+    modules = {module_name(path): path for path, _ in items}
+    parent = {path: path for path, _ in items}
+
+    def root(path: str) -> str:
+        while parent[path] != path:
+            parent[path] = parent[parent[path]]
+            path = parent[path]
+        return path
+
+    for path, data in items:
+        text = data.decode("utf-8", errors="replace")
+        own = module_name(path)
+        for match in IMPORTS.finditer(text):
+            written = match.group(1) or match.group(2)
+            if written.startswith("."):
+                written = relative_module(own, path.endswith("__init__.py"), written)
+            for candidate in _prefixes(written):
+                other = modules.get(candidate)
+                if other is not None:
+                    parent[root(other)] = root(path)
+    groups: dict[str, list[tuple[str, bytes]]] = {}
+    for item in items:
+        groups.setdefault(root(item[0]), []).append(item)
+    return list(groups.values())
+
+
+def _prefixes(module: str) -> list[str]:
+    parts = module.split(".")
+    return [".".join(parts[:i]) for i in range(len(parts), 0, -1)]
+
+
+def _analyze_group(job: tuple[list[tuple[str, bytes]], Options]) -> list[dict[str, object]]:
+    return [asdict(f) for f in analyze(*job)]
+
+
+def _run(items: list[tuple[str, bytes]], options: Options, jobs: int) -> list[Finding]:
+    groups = import_groups(items) if jobs > 1 else [items]
+    if len(groups) < 2:
+        return analyze(items, options)
+    batches: list[list[tuple[str, bytes]]] = [[] for _ in range(min(jobs * 4, len(groups)))]
+    for group in sorted(groups, key=lambda g: -sum(len(d) for _, d in g)):
+        min(batches, key=lambda b: sum(len(d) for _, d in b)).extend(group)
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        results = pool.map(_analyze_group, [(batch, options) for batch in batches if batch])
+        return [Finding(**f) for batch in results for f in batch]  # type: ignore[arg-type]
+
+
+# -- the cache ---------------------------------------------------------------------------------------
 @cache
 def engine_fingerprint() -> str:
     """Changes whenever compile-lint's own code does, so stale cache entries are never used."""
@@ -129,74 +213,38 @@ def engine_fingerprint() -> str:
     return digest.hexdigest()[:16]
 
 
-class SummaryCache:
-    """Summaries keyed by a hash of the file's bytes, path, the target torch and the engine's own code."""
+class RunCache:
+    """The findings of a whole run, keyed by every file's path and bytes, the options and the engine."""
 
     def __init__(self, root: Path, torch_version: TorchVersion) -> None:
         self.folder = root / CACHE_DIR / f"{engine_fingerprint()}-torch{label(torch_version)}"
 
-    def key(self, path: str, data: bytes) -> str:
-        return hashlib.sha256(path.encode() + b"\0" + data).hexdigest()
+    def key(self, items: list[tuple[str, bytes]], options: Options) -> str:
+        digest = hashlib.sha256(repr(sorted(asdict(options).items())).encode())
+        for path, data in items:
+            digest.update(path.encode() + b"\0" + hashlib.sha256(data).digest())
+        return digest.hexdigest()
 
-    def get(self, key: str) -> FileSummary | None:
+    def get(self, key: str) -> list[Finding] | None:
         try:
-            return FileSummary.from_json(json.loads((self.folder / f"{key}.json").read_text()))
+            return [Finding(**f) for f in json.loads((self.folder / f"{key}.json").read_text())]
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
-    def put(self, key: str, summary: FileSummary) -> None:
+    def put(self, key: str, findings: list[Finding]) -> None:
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             ignore = self.folder.parent / ".gitignore"
             if not ignore.exists():
                 ignore.write_text("# created by compile-lint\n*\n")
             temporary = self.folder / f"{key}.{os.getpid()}.tmp"
-            temporary.write_text(json.dumps(summary.to_json()))
+            temporary.write_text(json.dumps([asdict(f) for f in findings]))
             temporary.replace(self.folder / f"{key}.json")
         except OSError:
             pass  # a read-only tree lints fine, just without a cache
 
 
-def summarize(
-    paths: list[str], torch_version: TorchVersion, jobs: int = 1, cache_root: Path | None = None
-) -> tuple[list[FileSummary], int]:
-    """Summaries for `paths`, in order; returns (summaries, how many came from the cache)."""
-    store = SummaryCache(cache_root, torch_version) if cache_root else None
-    results: dict[str, FileSummary] = {}
-    missing: list[tuple[str, bytes]] = []
-    cached = 0
-    for path in paths:
-        try:
-            data = Path(path).read_bytes()
-        except OSError as error:
-            results[path] = unreadable(path, f"cannot read: {error.strerror or error}")
-            continue
-        hit = store.get(store.key(path, data)) if store else None
-        if hit is None:
-            missing.append((path, data))
-        else:
-            results[path] = hit
-            cached += 1
-    items = [(path, data, torch_version) for path, data in missing]
-    for (path, data), summary in zip(missing, _run(items, jobs), strict=True):
-        results[path] = summary
-        if store is not None:
-            store.put(store.key(path, data), summary)
-    return [results[p] for p in paths], cached
-
-
-def _analyze_item(item: tuple[str, bytes, TorchVersion]) -> FileSummary:
-    return analyze_bytes(*item)
-
-
-def _run(items: list[tuple[str, bytes, TorchVersion]], jobs: int) -> Iterator[FileSummary]:
-    if jobs <= 1 or len(items) < 2:
-        yield from map(_analyze_item, items)
-        return
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        yield from pool.map(_analyze_item, items, chunksize=max(1, len(items) // (jobs * 4)))
-
-
+# -- filters -----------------------------------------------------------------------------------------
 def suppressed_by_noqa(finding: Finding, lines: list[str]) -> bool:
     if not 0 < finding.line <= len(lines):
         return False
@@ -228,14 +276,29 @@ def lint_source(
 ) -> list[Finding]:
     """Findings for one file's text on its own (no noqa or select filtering): for the flake8
     plugin, which has read the file already, and for the rules' own examples."""
-    summary = analyze_source(path, text, torch_version)
-    project = ProjectContext([summary], flags=set(flags or ()), read_source={path: text}.__getitem__)
-    return sorted(project.findings(), key=lambda f: f.sort_key)
+    parsed = parse_source(path, text)
+    if isinstance(parsed, Finding):
+        return [parsed]
+    options = Options(flags=set(flags or ()), torch_version=torch_version)
+    return Project([parsed], options, (), load_source).findings()
 
 
 def lint(paths: list[str], config: Config, jobs: int = 1, use_cache: bool = True) -> LintResult:
     files = discover(paths)
-    torch_version = target_version(config.torch_version)
-    summaries, cached = summarize(files, torch_version, jobs, config.root if use_cache else None)
-    project = ProjectContext(summaries, flags=config.flags(), extra_regions=config.extra_regions)
-    return LintResult(apply_filters(project.findings(), config), len(files), cached)
+    options = options_of(config)
+    items: list[tuple[str, bytes]] = []
+    errors: list[Finding] = []
+    for path in files:
+        try:
+            items.append((path, Path(path).read_bytes()))
+        except OSError as error:
+            errors.append(unreadable(path, f"cannot read: {error.strerror or error}"))
+    store = RunCache(config.root, options.torch_version) if use_cache else None
+    key = store.key(items, options) if store else ""
+    findings = store.get(key) if store else None
+    cached = len(items) if findings is not None else 0
+    if findings is None:
+        findings = _run(items, options, jobs)
+        if store is not None:
+            store.put(key, findings)
+    return LintResult(apply_filters(errors + findings, config), len(files), cached)

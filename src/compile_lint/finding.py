@@ -27,13 +27,16 @@ class Finding:
     status: Status = "static"
     function: str | None = None  # qualified name of the enclosing function, if any
     details: dict[str, Any] = field(default_factory=dict)  # extra facts from `--confirm`
+    # When the line runs: "default", or what it needs (see analysis/values.PATH_CONDITIONS).
+    path_condition: str = "default"
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
     @property
-    def sort_key(self) -> tuple[str, int, int, str]:
-        return (self.path, self.line, self.col, self.code)
+    def sort_key(self) -> tuple[bool, str, int, int, str]:
+        """Findings on the default path first, then by place."""
+        return (self.path_condition != "default", self.path, self.line, self.col, self.code)
 
 
 def gb_page(code: str) -> str:

@@ -17,10 +17,9 @@ from pathlib import Path
 
 from compile_lint import __version__
 from compile_lint.config import Config, ConfigError, load_config
-from compile_lint.engine import analyze_source
+from compile_lint.engine import load_source, options_of, parse_source
 from compile_lint.finding import Finding
-from compile_lint.project import ProjectContext
-from compile_lint.versions import target_version
+from compile_lint.project import Project
 
 Error = tuple[int, int, str, type]
 
@@ -51,8 +50,12 @@ class CompileLintPlugin:
         except ConfigError as error:  # a flake8 error line, not a traceback from inside flake8
             yield 1, 0, f"TCL000 file not linted: configuration error: {error}", type(self)
             return
-        summary = analyze_source(self.filename, "".join(self.lines), target_version(config.torch_version))
-        project = ProjectContext([summary], flags=config.flags(), extra_regions=config.extra_regions)
-        for finding in sorted(project.findings(), key=lambda f: f.sort_key):
+        parsed = parse_source(self.filename, "".join(self.lines))
+        findings = (
+            [parsed]
+            if isinstance(parsed, Finding)
+            else Project([parsed], options_of(config), (), load_source).findings()
+        )
+        for finding in sorted(findings, key=lambda f: f.sort_key):
             # flake8 columns are 0-based; it adds 1 when it prints them.
             yield finding.line, finding.col - 1, flake8_message(finding), type(self)

@@ -1,173 +1,194 @@
-"""Across all linted files: which functions are compiled regions, and which findings count."""
+"""The project phase: the rules run over every function the compiled regions reach, and their
+reports become findings (with the path condition of their line and how the function is reached)."""
 
 from __future__ import annotations
 
 import os
-from collections import deque
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from functools import cache
 
-from compile_lint.analysis.source import read_source
-from compile_lint.analysis.summary import CallEdge, ClassSummary, FileSummary, FunctionSummary
-from compile_lint.analysis.walker import locate_calls
+import libcst as cst
+
+from compile_lint.analysis.flow import CallSite, Flow
+from compile_lint.analysis.index import FileIndex, FunctionInfo
+from compile_lint.analysis.nodes import iter_nodes
+from compile_lint.analysis.positions import spans_of
+from compile_lint.analysis.program import Program, SourceLoader
+from compile_lint.analysis.regions import Reach, Reachability, Root, find_roots
+from compile_lint.analysis.tensors import TensorFacts
+from compile_lint.analysis.values import Cond, cond_label
+from compile_lint.analysis.walker import Pending, RuleContext, Visitor, rule_visitor
+from compile_lint.config import Mode
 from compile_lint.finding import Finding
 from compile_lint.rules import all_rules
-
-FunctionKey = tuple[str, str]  # (path, qualname)
-NN_MODULE = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
+from compile_lint.versions import NEWEST, TorchVersion
 
 
 @dataclass
-class Reach:
-    """How a function is reached: its root region and the calls that lead from it."""
-
-    root: str
-    via: list[str] = field(default_factory=list)
-
-    def describe(self) -> str:
-        return f"reached from {self.root} via {' -> '.join(self.via)}" if self.via else ""
-
-
-@dataclass
-class ProjectContext:
-    summaries: list[FileSummary]
-    flags: set[str]  # capture flags from the config: they hold for every file
+class Options:
+    flags: set[str] = field(default_factory=set)  # capture flags from the config: they hold for every file
     extra_regions: list[str] = field(default_factory=list)
-    read_source: Callable[[str], str] = read_source  # to locate calls into disabled functions
-    functions: dict[FunctionKey, FunctionSummary] = field(default_factory=dict)
-    reached: dict[FunctionKey, Reach] = field(default_factory=dict)
+    exclude_regions: list[str] = field(default_factory=list)
+    mode: Mode = "all"
+    torch_version: TorchVersion = NEWEST
 
-    def __post_init__(self) -> None:
-        self._by_file = {s.path: s for s in self.summaries}
-        self._located: dict[str, dict[str, FunctionSummary]] = {}
+
+@cache
+def dispatch_tables() -> tuple[dict[type[cst.CSTNode], list[Visitor]], dict[type[cst.CSTNode], list[Visitor]]]:
+    """(region rules, module rules) by the node types they visit."""
+    region: dict[type[cst.CSTNode], list[Visitor]] = {}
+    module: dict[type[cst.CSTNode], list[Visitor]] = {}
+    for rule in all_rules():
+        table = module if rule.scope == "module" else region
+        for node_type, method in rule.visitors():
+            table.setdefault(node_type, []).append(method)
+    return region, module
+
+
+@cache
+def module_triggers() -> tuple[str, ...]:
+    """Text a file must contain for a module-scope rule to find anything in it (skips the walk)."""
+    return tuple(t for rule in all_rules() if rule.scope == "module" for t in rule.triggers)
+
+
+class Project:
+    """All linted files: regions, reachability, and the findings of the rules."""
+
+    def __init__(
+        self,
+        indexes: list[FileIndex],
+        options: Options,
+        errors: Iterable[Finding] = (),
+        load: SourceLoader | None = None,
+    ) -> None:
+        self.options = options
+        self.errors = list(errors)
+        self.program = Program(indexes, options.mode, load)
+        self.root_list: list[Root] = find_roots(self.program, options.extra_regions, options.exclude_regions)
+        self.reachability = Reachability(self.program, self.root_list)
+        self._reports: dict[tuple[str, str], list[Pending]] = {}
         self._flags_by_folder: dict[str, set[str]] = {}
-        self._classes: dict[str, list[tuple[FileSummary, ClassSummary]]] = {}
-        for summary in self.summaries:
-            for qualname, function in summary.functions.items():
-                self.functions[(summary.path, qualname)] = function
-            for name, cls in summary.classes.items():
-                self._classes.setdefault(name.rsplit(".", 1)[-1], []).append((summary, cls))
-        self._reach_all()
+        self.reachability.run(self._analyze)
 
-    # -- classes and regions -------------------------------------------------------------------
-    def is_module_class(self, name: str, seen: frozenset[str] = frozenset()) -> bool:
-        """Does the class (by simple name) derive from nn.Module, directly or via linted classes?"""
-        for _, cls in self._classes.get(name, ()):
-            for base in cls.bases:
-                if base in NN_MODULE or (base.startswith("torch.nn.") and base.rsplit(".", 1)[-1][:1].isupper()):
-                    return True
-                simple = base.rsplit(".", 1)[-1]
-                if simple not in seen and self.is_module_class(simple, seen | {name}):
-                    return True
-        return False
+    @property
+    def reached(self) -> dict[tuple[str, str], Reach]:
+        return self.reachability.reached
 
-    def roots(self) -> list[FunctionKey]:
-        found: list[FunctionKey] = []
-        for summary in self.summaries:
-            targets = set(summary.compile_targets)
-            for qualname, function in summary.functions.items():
-                if function.disabled:
-                    continue
-                cls = function.class_name
-                simple_cls = cls.rsplit(".", 1)[-1] if cls else None
-                if (
-                    function.compiled
-                    or (function.name == "forward" and simple_cls and self.is_module_class(simple_cls))
-                    or qualname in targets
-                    or (function.name == "forward" and simple_cls in targets)
-                    or (cls and f".{function.name}" in targets)
-                    or qualname in self.extra_regions
-                    or function.name in self.extra_regions
-                ):
-                    found.append((summary.path, qualname))
+    def roots(self) -> list[tuple[str, str]]:
+        return [root.key for root in self.root_list]
+
+    def function(self, key: tuple[str, str]) -> FunctionInfo | None:
+        return self.program.function(key)
+
+    def is_module(self, cls: tuple[str, str]) -> bool:
+        return self.program.is_module_class(cls)
+
+    # -- walking -------------------------------------------------------------------------------------
+    def _context(self, index: FileIndex, info: FunctionInfo | None, reach: Reach | None) -> RuleContext:
+        facts = TensorFacts(index.imports, self.program, index.path)
+        return RuleContext(
+            path=index.path,
+            imports=index.imports,
+            facts=facts,
+            program=self.program,
+            function=info,
+            reach=reach,
+            torch_version=self.options.torch_version,
+        )
+
+    def _analyze(self, info: FunctionInfo, reach: Reach) -> list[CallSite]:
+        """Walk one reached function with the region rules; its reports replace those of an earlier walk."""
+        index = self.program.index_of(info.path)
+        ctx = self._context(index, info, reach)
+        region_rules, _ = dispatch_tables()
+        flow = Flow(
+            self.program,
+            index,
+            info,
+            reach.params,
+            reach.cond,
+            rule_visitor(region_rules, ctx),
+            record_calls=True,
+            nested_only=reach.nested_only,
+        )
+        flow.run()
+        self._reports[info.key] = ctx.pending
+        return flow.calls
+
+    def _module_reports(self, index: FileIndex) -> list[Pending]:
+        """Module-scope rules see every node of the file (e.g. a config flag set anywhere)."""
+        _, module_rules = dispatch_tables()
+        if not module_rules or not any(trigger in index.text for trigger in module_triggers()):
+            return []
+        ctx = self._context(index, None, None)
+        visit = rule_visitor(module_rules, ctx)
+        for node in iter_nodes(index.tree):
+            visit(node, ctx.facts, 0)
+        return ctx.pending
+
+    def facts_at(self, path: str, wanted: set[int]) -> dict[int, TensorFacts]:
+        """The facts in force at each wanted node of `path` (for the codemods), walking its reached functions."""
+        found: dict[int, TensorFacts] = {}
+
+        def visit(node: cst.CSTNode, facts: TensorFacts, cond: int) -> None:
+            if id(node) in wanted and id(node) not in found:
+                found[id(node)] = facts.snapshot()
+
+        index = self.program.index_of(path)
+        for key, reach in self.reached.items():
+            info = self.program.function(key)
+            if key[0] == path and info is not None:
+                Flow(self.program, index, info, reach.params, reach.cond, visit, nested_only=reach.nested_only).run()
         return found
 
-    # -- calls ---------------------------------------------------------------------------------
-    def resolve(self, caller: FunctionKey, edge: CallEdge) -> FunctionKey | None:
-        path = caller[0]
-        summary = self._by_file[path]
-        if edge.kind == "self":
-            cls = self.functions[caller].class_name
-            if cls is None:
-                return None
-            own = (path, f"{cls}.{edge.target}")  # the caller's own class first: names repeat across files
-            return own if own in self.functions else self._method(cls.rsplit(".", 1)[-1], edge.target, frozenset())
-        if edge.kind == "name" and edge.target in summary.functions:
-            return (path, edge.target)
-        module, _, name = edge.target.rpartition(".")
-        if not module:
-            return None
-        return self._module_function(module, name)
-
-    def _method(self, class_name: str, method: str, seen: frozenset[str]) -> FunctionKey | None:
-        for summary, cls in self._classes.get(class_name, ()):
-            if method in cls.methods:
-                return (summary.path, f"{cls.name}.{method}")
-            for base in cls.bases:
-                simple = base.rsplit(".", 1)[-1]
-                if simple not in seen:
-                    hit = self._method(simple, method, seen | {class_name})
-                    if hit:
-                        return hit
-        return None
-
-    def _module_function(self, module: str, name: str) -> FunctionKey | None:
-        """A top-level function `name` in a linted file whose module name ends like `module`."""
-        module = module.lstrip(".")
-        for summary in self.summaries:
-            if name in summary.functions and (summary.module == module or summary.module.endswith("." + module)):
-                return (summary.path, name)
-        return None
-
-    def _reach_all(self) -> None:
-        queue: deque[FunctionKey] = deque()
-        for key in self.roots():
-            self.reached[key] = Reach(root=key[1])
-            queue.append(key)
-        while queue:
-            key = queue.popleft()
-            reach = self.reached[key]
-            for edge in self.functions[key].calls:
-                callee = self.resolve(key, edge)
-                if callee is not None and self.functions[callee].disabled:
-                    self._locate(key, edge)
-                if callee is None or callee in self.reached or self.functions[callee].disabled:
-                    continue
-                self.reached[callee] = Reach(reach.root, [*reach.via, edge.text])
-                queue.append(callee)
-
-    def _locate(self, caller: FunctionKey, edge: CallEdge) -> None:
-        """Give `edge` its span: summaries leave call spans out, since nearly none is reported."""
-        path, qualname = caller
-        if path not in self._located:
-            summary = self._by_file[path]
-            self._located[path] = locate_calls(path, summary.module, self.read_source(path))
-        edges = self.functions[caller].calls
-        edge.span = self._located[path][qualname].calls[edges.index(edge)].span
-
-    # -- findings ------------------------------------------------------------------------------
+    # -- findings ------------------------------------------------------------------------------------
     def findings(self) -> list[Finding]:
-        found: list[Finding] = []
-        rules = {rule.code: rule for rule in all_rules()}
-        for summary in self.summaries:
-            if summary.error:
-                found.append(summary.error)
-            for candidate in summary.candidates:
-                if not self._holds(candidate.condition, summary.path):
-                    continue
-                finding = candidate.finding
-                if rules[finding.code].scope == "region":
-                    if candidate.owner is None:
-                        continue
-                    reach = self.reached.get((summary.path, candidate.owner))
-                    if reach is None:
-                        continue
-                    if reach.via:
-                        finding = replace(finding, message=f"{finding.message} ({reach.describe()})")
-                found.append(finding)
-        for rule in rules.values():
-            found.extend(rule.check_project(self))
-        return found
+        found = list(self.errors)
+        by_path: dict[str, list[tuple[Pending, Reach | None]]] = {}
+        for key, pending in self._reports.items():
+            reach = self.reached[key]
+            by_path.setdefault(key[0], []).extend((report, reach) for report in pending)
+        for path in sorted(self.program.linted):
+            index = self.program.index_of(path)
+            module_reports: list[tuple[Pending, Reach | None]] = [(r, None) for r in self._module_reports(index)]
+            found.extend(self._to_findings(index, by_path.get(path, []) + module_reports))
+        return sorted(found, key=lambda f: f.sort_key)
+
+    def _to_findings(self, index: FileIndex, reports: list[tuple[Pending, Reach | None]]) -> Iterator[Finding]:
+        kept = [(p, reach) for p, reach in reports if self._holds(p, index.path)]
+        spans = spans_of(index.tree, [p.node for p, _ in kept])
+        seen: set[tuple[int, int, str]] = set()
+        for pending, reach in kept:
+            line, col, end_line, end_col = spans[id(pending.node)]
+            if (line, col, pending.rule.code) in seen:
+                continue  # one finding per node and rule, even when a helper is reached twice
+            seen.add((line, col, pending.rule.code))
+            message = pending.message
+            if reach is not None and reach.via:
+                message = f"{message} ({reach.describe()})"
+            yield Finding(
+                path=index.path,
+                line=line,
+                col=col + 1,
+                end_line=end_line,
+                end_col=end_col + 1,
+                code=pending.rule.code,
+                message=message,
+                gb_codes=list(pending.gb_codes),
+                severity=pending.severity,
+                fix=pending.fix,
+                function=pending.owner,
+                path_condition=cond_label(Cond(pending.path_cond)),
+            )
+
+    def _holds(self, pending: Pending, path: str) -> bool:
+        if self.options.mode == "inference" and pending.path_cond & Cond.TRAINING:
+            return False
+        if pending.condition == "always":
+            return True
+        mode, _, flag = pending.condition.partition(":")
+        return (flag in self.flags_for(path)) == (mode == "only")
 
     def flags_for(self, path: str) -> set[str]:
         """Capture flags in force for `path`: the config's, plus those set in the source of a file in
@@ -175,16 +196,11 @@ class ProjectContext:
         folder = os.path.dirname(os.path.abspath(path))
         if folder in self._flags_by_folder:
             return self._flags_by_folder[folder]
-        flags = self._flags_by_folder[folder] = set(self.flags)
-        for summary in self.summaries:
-            if summary.flags:
-                setter = os.path.dirname(os.path.abspath(summary.path))
+        flags = self._flags_by_folder[folder] = set(self.options.flags)
+        for linted in self.program.linted:
+            index = self.program.index_of(linted)
+            if index.flags:
+                setter = os.path.dirname(os.path.abspath(linted))
                 if folder == setter or folder.startswith(setter + os.sep):
-                    flags.update(summary.flags)
+                    flags.update(index.flags)
         return flags
-
-    def _holds(self, condition: str, path: str) -> bool:
-        if condition == "always":
-            return True
-        mode, _, flag = condition.partition(":")
-        return (flag in self.flags_for(path)) == (mode == "only")

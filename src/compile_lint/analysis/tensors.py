@@ -1,19 +1,77 @@
-"""Which expressions are tensors: a light, flow-insensitive, intra-procedural inference.
+"""What an expression holds, evaluated in the environment the flow analysis has reached.
 
-Shapes, dtypes, devices, `dim()`, `numel()`, `len()`, `requires_grad`, `self.training` and
+`TensorFacts.value(node)` gives a `Value` (see values.py); `kind(node)` is the coarse view most rules
+need. Shapes, dtypes, devices, `dim()`, `numel()`, `len()`, `requires_grad`, `self.training` and
 `is None` checks are Python values that Dynamo guards on; they never make a branch data-dependent.
+Calls into the user's own functions and classes are answered by the program (interprocedural
+summaries); torch, numpy, einops, math and the builtins by the tables below.
 """
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from compile_lint.analysis.names import ImportMap
+from compile_lint.analysis.names import ImportMap, dotted
+from compile_lint.analysis.values import (
+    ASSUMED,
+    ASSUMED_MASK,
+    BOOL_VALUE,
+    BOOLS,
+    BOTTOM,
+    DATA,
+    DATA_VALUE,
+    EVIDENT_TENSORS,
+    FALSE,
+    FALSE_VALUE,
+    FLOAT,
+    FLOAT_VALUE,
+    INT,
+    INT_VALUE,
+    MASK,
+    MASK_VALUE,
+    MASKS,
+    NONE,
+    NONE_VALUE,
+    NUMPY,
+    NUMPY_VALUE,
+    OBJECT,
+    OBJECT_VALUE,
+    SHAPE_VALUE,
+    SIZE,
+    SIZE_VALUE,
+    STR,
+    STR_VALUE,
+    TENSOR,
+    TENSOR_LIKE,
+    TENSOR_VALUE,
+    TRUE,
+    TRUE_VALUE,
+    UNKNOWN,
+    UNKNOWN_VALUE,
+    Atom,
+    ClassKey,
+    External,
+    FunctionKey,
+    Instance,
+    Mapping,
+    Module,
+    Seq,
+    Value,
+    join_all,
+)
+
+if TYPE_CHECKING:
+    from compile_lint.analysis.program import Program
 
 
 class Kind(enum.Enum):
+    """The coarse view of a value that most rules need."""
+
     TENSOR = "tensor"
     SCALAR = "scalar"  # a Python number read out of a tensor (`.item()`, `int(t)`): data-dependent
     STR = "str"
@@ -22,126 +80,198 @@ class Kind(enum.Enum):
     UNKNOWN = "unknown"
 
 
+def coarse_kind(value: Value) -> Kind:
+    atoms = [atom for atom in value if atom != NONE]
+    if any(atom in TENSOR_LIKE for atom in atoms):
+        return Kind.TENSOR
+    if DATA in atoms:
+        return Kind.SCALAR
+    if not atoms:
+        return Kind.OTHER if value else Kind.UNKNOWN
+    if UNKNOWN in atoms:
+        return Kind.UNKNOWN
+    if all(isinstance(atom, Module) for atom in atoms):
+        return Kind.MODULE
+    if all(atom == STR for atom in atoms):
+        return Kind.STR
+    return Kind.OTHER
+
+
+def join_kinds(left: Kind, right: Kind) -> Kind:
+    """The coarse kind of `a or b` / `a and b`: a tensor on either side decides."""
+    if Kind.TENSOR in (left, right):
+        return Kind.TENSOR
+    if Kind.SCALAR in (left, right):
+        return Kind.SCALAR
+    return left if left is right else Kind.UNKNOWN
+
+
 TENSOR_ATTRS = frozenset({"T", "mT", "H", "mH", "data", "grad", "real", "imag"})
+SIZE_ATTRS = frozenset({"ndim"})
+SIZE_METHODS = frozenset(
+    {"dim", "ndimension", "numel", "nelement", "element_size", "get_device", "storage_offset", "__len__"}
+)
 PYTHON_METHODS = frozenset(
     {
-        "size", "dim", "ndimension", "numel", "nelement", "element_size", "stride", "get_device",
-        "data_ptr", "storage_offset", "type", "dim_order", "numpy", "storage", "untyped_storage",
-        "__len__", "has_names", "register_hook", "backward", "keys", "values", "items", "get",
+        "stride", "data_ptr", "type", "dim_order", "storage", "untyped_storage", "has_names", "register_hook",
+        "backward", "keys", "values", "items", "get", "tolist", "item", "size", "numpy", "equal",
     }
 )  # fmt: skip
 SCALAR_METHODS = frozenset({"item", "tolist"})
+SEQUENCE_METHODS = frozenset(
+    {"unbind", "split", "chunk", "tensor_split", "hsplit", "vsplit", "dsplit", "split_with_sizes", "sort", "topk",
+     "kthvalue", "unique_consecutive", "aminmax", "slogdet", "frexp", "lu", "qr", "svd", "eig", "eigh"}
+)  # fmt: skip
 TORCH_NON_TENSOR_NAMESPACES = frozenset(
     {
         "cuda", "backends", "compiler", "_dynamo", "jit", "distributed", "utils", "fx", "export",
         "library", "profiler", "overrides", "testing", "onnx", "hub", "mps", "cpu", "xpu", "_C",
-        "_logging", "_inductor", "amp", "optim", "multiprocessing", "package", "ao", "config",
+        "_logging", "_inductor", "amp", "optim", "multiprocessing", "package", "ao", "config", "_guards",
+        "types", "version", "accelerator",
     }
 )  # fmt: skip
 TORCH_NON_TENSOR_FUNCS = frozenset(
     {
         "manual_seed", "seed", "initial_seed", "no_grad", "enable_grad", "inference_mode", "device",
         "dtype", "finfo", "iinfo", "compile", "typename", "promote_types", "result_type", "can_cast",
-        "broadcast_shapes", "numel", "autocast", "save", "load", "cond", "Size", "Generator",
+        "broadcast_shapes", "numel", "autocast", "save", "load", "Size", "Generator", "set_grad_enabled",
     }
 )  # fmt: skip
-TENSOR_BUILTINS = frozenset({"max", "min", "abs", "sum", "pow", "round"})
-SCALAR_BUILTINS = frozenset({"int", "float", "bool", "complex"})
-PYTHON_BUILTINS = frozenset(
-    {"len", "isinstance", "hasattr", "getattr", "type", "str", "repr", "range", "id", "hash", "list",
-     "tuple", "dict", "set", "enumerate", "zip", "sorted", "print", "callable", "format"}
+TORCH_SEQUENCE_FUNCS = SEQUENCE_METHODS | frozenset(
+    {"meshgrid", "broadcast_tensors", "atleast_1d", "atleast_2d", "atleast_3d", "unflatten_dense_tensors",
+     "std_mean", "var_mean", "histogram", "geqrf", "unique", "sort"}
 )  # fmt: skip
+TORCH_SIZE_FUNCS = frozenset({"numel", "broadcast_shapes"})
+# Guards that are constant while Dynamo traces: is_compiling() is True, tracing by other tools False.
+COMPILING = frozenset({"is_compiling", "is_torchdynamo_compiling", "is_dynamo_compiling"})
+OTHER_TRACERS = frozenset(
+    {"is_scripting", "is_tracing", "is_fx_tracing", "is_in_onnx_export", "_get_tracing_state", "is_exporting"}
+)
+SCALAR_BUILTINS = {"int": INT, "float": FLOAT, "bool": TRUE, "complex": FLOAT}
+BOOLEAN_BUILTINS = frozenset({"isinstance", "issubclass", "hasattr", "callable", "any", "all"})
+STRING_BUILTINS = frozenset({"str", "repr", "format", "ascii", "chr", "hex", "oct", "bin"})
+SEQUENCE_BUILTINS = frozenset({"list", "tuple", "set", "frozenset", "sorted", "reversed", "iter"})
+REDUCING_BUILTINS = frozenset({"max", "min", "sum", "abs", "round", "pow", "divmod"})
 # Calls whose result is a boolean tensor (a mask): `x[mask]` then has a data-dependent size.
 MASK_METHODS = frozenset(
     {
         "bool", "eq", "ne", "gt", "lt", "ge", "le", "greater", "less", "greater_equal", "less_equal",
         "not_equal", "isnan", "isinf", "isfinite", "isposinf", "isneginf", "isreal", "isclose", "isin",
-        "signbit", "logical_and", "logical_or", "logical_xor", "logical_not",
+        "signbit", "logical_and", "logical_or", "logical_xor", "logical_not", "any", "all",
     }
 )  # fmt: skip
 MASK_OPERATORS = (cst.BitAnd, cst.BitOr, cst.BitXor)
-# Un-annotated parameters are taken as tensors, except flag-like names such as `return_dict=None`.
+# einops/einx functions that take a tensor first and return one.
+TENSOR_LIBRARIES = ("einops.", "einx.", "torch_geometric.utils.", "kornia.")
+NUMPY_MODULES = ("numpy.", "np.")
+STATIC_MODULES = ("math.", "operator.", "functools.reduce", "itertools.")
+# Un-annotated parameters of a region entry are taken as tensors, except flag-like names.
 FLAG_PREFIXES = ("output_", "return_", "use_", "is_", "has_", "do_", "enable_", "num_", "n_")
-NON_TENSOR_PARAMS = frozenset({"device", "dtype"})  # `str(device)` is not a tensor's text
+NON_TENSOR_PARAMS = frozenset({"device", "dtype", "kwargs", "config"})
 
 
 def torch_call_kind(full_name: str) -> Kind:
-    """Kind of the value returned by calling `torch.<...>` (a resolved dotted name)."""
+    """Coarse kind of the value returned by calling `torch.<...>` (a resolved dotted name)."""
+    return coarse_kind(torch_call_value(full_name))
+
+
+def torch_call_value(full_name: str) -> Value:
     parts = full_name.split(".")
     if len(parts) < 2 or parts[0] != "torch":
-        return Kind.UNKNOWN
+        return UNKNOWN_VALUE
     last = parts[-1]
+    if last in COMPILING:
+        return TRUE_VALUE
+    if last in OTHER_TRACERS:
+        return FALSE_VALUE
     if parts[1] == "nn":
-        return Kind.TENSOR if len(parts) > 3 and parts[2] == "functional" else Kind.MODULE
-    if parts[1] in TORCH_NON_TENSOR_NAMESPACES or last in TORCH_NON_TENSOR_FUNCS:
-        return Kind.OTHER
-    if last.startswith(("is_", "get_", "set_", "use_")) or last[:1].isupper():
-        return Kind.OTHER
-    return Kind.TENSOR
+        if len(parts) > 3 and parts[2] == "functional":
+            return TENSOR_VALUE
+        if last in ("Parameter", "Buffer"):
+            return TENSOR_VALUE
+        return Value.of(Module(name=last)) if last[:1].isupper() else UNKNOWN_VALUE
+    if parts[1:3] == ["utils", "checkpoint"]:
+        return TENSOR_VALUE
+    if parts[1] in ("linalg", "fft", "special") and last[:1].islower():
+        return Value.of(Seq(TENSOR_VALUE)) if last in TORCH_SEQUENCE_FUNCS or last.endswith("_ex") else TENSOR_VALUE
+    if parts[1] in TORCH_NON_TENSOR_NAMESPACES:
+        return OBJECT_VALUE
+    if last in TORCH_SIZE_FUNCS:
+        return SIZE_VALUE
+    if last == "Size":
+        return SHAPE_VALUE
+    if last == "equal":
+        return DATA_VALUE
+    if last in TORCH_NON_TENSOR_FUNCS:
+        return OBJECT_VALUE
+    if last.startswith("is_"):
+        return BOOL_VALUE
+    if last.startswith(("get_", "set_", "use_")) or last[:1].isupper():
+        return OBJECT_VALUE
+    if last in TORCH_SEQUENCE_FUNCS:
+        return Value.of(Seq(TENSOR_VALUE))
+    if last in MASK_METHODS:
+        return MASK_VALUE
+    return TENSOR_VALUE
 
 
-def is_tensor_annotation(annotation: cst.Annotation | None) -> bool | None:
-    """True for `Tensor`-like annotations, False for other annotations, None when absent."""
-    if annotation is None:
-        return None
-    return "Tensor" in dotted_code(annotation.annotation)
+@dataclass
+class CallTarget:
+    """A user function a call runs, with the values its parameters receive."""
+
+    key: FunctionKey
+    params: dict[str, Value]
+    how: str  # "call", "constructor", "forward", "__call__", "callback", "__setattr__"
+    text: str  # the callee as written, for messages: "self._route"
+
+
+def param_default_value(param: cst.Param, imports: ImportMap) -> Value:
+    """The value a parameter has when the caller leaves it out."""
+    default = param.default
+    if default is None:
+        return UNKNOWN_VALUE
+    return literal_value(default) or UNKNOWN_VALUE
+
+
+def literal_value(node: cst.BaseExpression) -> Value | None:
+    if isinstance(node, cst.Name):
+        return {"None": NONE_VALUE, "True": TRUE_VALUE, "False": FALSE_VALUE}.get(node.value)
+    if isinstance(node, cst.Integer):
+        return INT_VALUE
+    if isinstance(node, (cst.Float, cst.Imaginary)):
+        return FLOAT_VALUE
+    if isinstance(node, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+        return STR_VALUE
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.expression, (cst.Integer, cst.Float)):
+        return literal_value(node.expression)
+    return None
 
 
 class TensorFacts:
-    """What each local name holds, and the kind of any expression built from them."""
+    """Evaluates expressions of one function (or module body) against the flow analysis' environment."""
 
-    def __init__(self, imports: ImportMap, methods: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self,
+        imports: ImportMap,
+        program: Program | None = None,
+        path: str = "",
+        self_class: ClassKey | None = None,
+        env: dict[str, Value] | None = None,
+        cond: int = 0,
+    ) -> None:
         self.imports = imports
-        self.methods = methods  # methods of the enclosing class: `self.m(...)` is a helper call
-        self.names: dict[str, Kind] = {}
-        self.masks: set[str] = set()  # names currently bound to a boolean tensor
-        self.assumed: set[str] = set()  # tensors only because they are un-annotated parameters (see has_evidence)
-        self._memo: dict[int, Kind] = {}
+        self.program = program
+        self.path = path
+        self.self_class = self_class
+        self.env: dict[str, Value] = env if env is not None else {}
+        self.cond = cond  # path condition of the statement being evaluated
+        self._memo: dict[int, Value] = {}
+        self.targets_memo: dict[int, list[CallTarget]] = {}  # the program's answers for calls
+        self.memoize = True
 
-    def add_params(self, params: cst.Parameters) -> None:
-        for param in (*params.posonly_params, *params.params, *params.kwonly_params):
-            name = param.name.value
-            if name in ("self", "cls"):
-                continue
-            self.names[name] = kind = self._param_kind(param)
-            if kind is Kind.TENSOR and param.annotation is None:
-                self.assumed.add(name)
-
-    def _param_kind(self, param: cst.Param) -> Kind:
-        annotated = is_tensor_annotation(param.annotation)
-        if annotated is not None:
-            if annotated:
-                return Kind.TENSOR
-            assert param.annotation is not None
-            return Kind.STR if dotted_code(param.annotation.annotation) == "str" else Kind.OTHER
-        name = param.name.value
-        default = param.default
-        if isinstance(default, (cst.SimpleString, cst.ConcatenatedString)):  # mode="train"
-            return Kind.STR
-        if default is not None and not (isinstance(default, cst.Name) and default.value == "None"):
-            return Kind.OTHER
-        if name.startswith(FLAG_PREFIXES) or name in NON_TENSOR_PARAMS:
-            return Kind.OTHER
-        return Kind.TENSOR
-
-    def bind(self, target: cst.BaseExpression, kind: Kind, value: cst.BaseExpression | None = None) -> None:
-        """Record an assignment `target = value` of `kind` (tuples spread the kind to each name)."""
-        if isinstance(target, cst.Name):
-            self.names[target.value] = kind
-            if value is not None and self.is_mask(value):
-                self.masks.add(target.value)
-            else:
-                self.masks.discard(target.value)
-            if kind is Kind.TENSOR and value is not None and not self.has_evidence(value):
-                self.assumed.add(target.value)
-            else:
-                self.assumed.discard(target.value)
-        elif isinstance(target, (cst.Tuple, cst.List)):
-            element_kind = kind if kind in (Kind.TENSOR, Kind.MODULE) else Kind.UNKNOWN
-            for element in target.elements:
-                self.bind(element.value, element_kind)
-        elif isinstance(target, cst.StarredElement):
-            self.bind(target.value, Kind.UNKNOWN)
+    # -- the facade rules use ----------------------------------------------------------------------
+    def kind(self, node: cst.BaseExpression) -> Kind:
+        return coarse_kind(self.value(node))
 
     def is_tensor(self, node: cst.BaseExpression) -> bool:
         return self.kind(node) is Kind.TENSOR
@@ -151,162 +281,579 @@ class TensorFacts:
         return self.kind(node) in (Kind.TENSOR, Kind.UNKNOWN)
 
     def has_evidence(self, node: cst.BaseExpression) -> bool:
-        """A tensor for a reason beyond un-annotated parameters being taken as tensors: a torch call, a tensor
-        method, a `Tensor` annotation. `int(width * ratio)` on bare parameters has none (they are often numbers)."""
-        if isinstance(node, cst.Name):
-            return self.kind(node) is Kind.TENSOR and node.value not in self.assumed
-        if isinstance(node, (cst.BinaryOperation, cst.BooleanOperation)):
-            return self.has_evidence(node.left) or self.has_evidence(node.right)
-        if isinstance(node, cst.Comparison):
-            return self.has_evidence(node.left) or any(self.has_evidence(t.comparator) for t in node.comparisons)
-        if isinstance(node, cst.UnaryOperation):
-            return self.has_evidence(node.expression)
-        if isinstance(node, (cst.Subscript, cst.Attribute, cst.NamedExpr)):
-            return self.has_evidence(node.value)
-        if isinstance(node, cst.IfExp):
-            return self.has_evidence(node.body) or self.has_evidence(node.orelse)
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in TENSOR_BUILTINS:
-            return any(self.has_evidence(arg.value) for arg in node.args)  # max(a, b) of bare parameters
-        return self.kind(node) is Kind.TENSOR
+        """A tensor for a reason beyond un-annotated entry parameters being taken as tensors: a torch call,
+        a tensor method, a `Tensor` annotation. `int(width * ratio)` on bare parameters has none."""
+        return self.value(node).any_of(EVIDENT_TENSORS)
 
     def is_mask(self, node: cst.BaseExpression) -> bool:
-        """True if `node` is certainly a boolean tensor: a tensor comparison, `~m`, `m & n`, `t.bool()`..."""
-        if isinstance(node, cst.Name):
-            return node.value in self.masks
-        if isinstance(node, cst.Comparison):
-            return self.kind(node) is Kind.TENSOR
-        if isinstance(node, cst.UnaryOperation):
-            return isinstance(node.operator, cst.BitInvert) and self.is_mask(node.expression)
-        if isinstance(node, cst.BinaryOperation):
-            both = self.is_mask(node.left) and self.is_mask(node.right)
-            return isinstance(node.operator, MASK_OPERATORS) and both
-        if isinstance(node, cst.NamedExpr):
-            return self.is_mask(node.value)
-        if isinstance(node, cst.Call):
-            return self._is_mask_call(node)
-        return False
+        """Certainly a boolean tensor: a tensor comparison, `~m`, `m & n`, `t.bool()`..."""
+        value = self.value(node)
+        return value.any_of(MASKS) and not value.any_of((TENSOR, ASSUMED, NUMPY, UNKNOWN))
 
-    def _is_mask_call(self, node: cst.Call) -> bool:
-        dtypes = [arg.value for arg in node.args if arg.keyword and arg.keyword.value == "dtype"]
-        if any(self._is_bool_dtype(dtype) for dtype in dtypes):
-            return self.kind(node) is Kind.TENSOR  # torch.zeros(n, dtype=torch.bool), t.to(dtype=torch.bool)
-        func = node.func
-        full = self.imports.resolve(func)
-        if full is not None and full.startswith("torch."):
-            return full.rsplit(".", 1)[-1] in MASK_METHODS and self.kind(node) is Kind.TENSOR
-        if not isinstance(func, cst.Attribute) or self.kind(func.value) is not Kind.TENSOR:
+    def truth(self, node: cst.BaseExpression) -> bool | None:
+        """True or False when `node` has that truth value whenever Dynamo traces this line."""
+        value = self.value(node)
+        if value.only((TRUE,)):
+            return True
+        if value.only((FALSE, NONE)):
             return False
-        if func.attr.value in ("to", "type"):  # t.to(torch.bool)
-            return bool(node.args) and self._is_bool_dtype(node.args[0].value)
-        return func.attr.value in MASK_METHODS
+        return None
 
-    def _is_bool_dtype(self, node: cst.BaseExpression) -> bool:
-        return self.imports.resolve(node) == "torch.bool"
+    def cond_of(self, node: cst.BaseExpression) -> int:
+        """The path condition under which `node` holds a tensor or a value read from one."""
+        return self.value(node).cond_of(TENSOR_LIKE | {DATA})
 
-    def kind(self, node: cst.BaseExpression) -> Kind:
+    def snapshot(self) -> TensorFacts:
+        """A copy that later assignments do not change and that memoizes nothing: the codemods also
+        ask about nodes they build and drop, and a dropped node's id can come back for another node."""
+        copied = TensorFacts(self.imports, self.program, self.path, self.self_class, dict(self.env), self.cond)
+        copied.memoize = False
+        return copied
+
+    def with_names(self, values: dict[str, Value]) -> TensorFacts:
+        """Facts for an expression that sees extra names, e.g. a lambda's parameters."""
+        return TensorFacts(self.imports, self.program, self.path, self.self_class, {**self.env, **values}, self.cond)
+
+    # -- evaluation ----------------------------------------------------------------------------------
+    def forget(self) -> None:
+        """Drop memoized values: the environment changed."""
+        if self._memo:
+            self._memo = {}
+        if self.targets_memo:
+            self.targets_memo = {}
+
+    def value(self, node: cst.BaseExpression) -> Value:
+        if not self.memoize:
+            self.targets_memo.clear()
+            return self._value(node)
         key = id(node)
         found = self._memo.get(key)
         if found is None:
-            found = self._memo[key] = self._kind(node)
+            found = self._memo[key] = self._value(node)
         return found
 
-    def _kind(self, node: cst.BaseExpression) -> Kind:
+    def _value(self, node: cst.BaseExpression) -> Value:
         if isinstance(node, cst.Name):
-            return self.names.get(node.value, Kind.UNKNOWN)
-        if isinstance(node, (cst.Integer, cst.Float, cst.Imaginary)):
-            return Kind.OTHER
-        if isinstance(node, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
-            return Kind.STR
-        if isinstance(node, cst.Attribute):
-            return self._attribute_kind(node)
-        if isinstance(node, cst.Call):
-            return self._call_kind(node)
-        if isinstance(node, cst.Subscript):
-            base = self.kind(node.value)
-            return base if base in (Kind.TENSOR, Kind.MODULE) else Kind.UNKNOWN
-        if isinstance(node, cst.BinaryOperation):
-            return self._combine(self.kind(node.left), self.kind(node.right))
-        if isinstance(node, cst.UnaryOperation):
-            if isinstance(node.operator, cst.Not):
-                return Kind.OTHER
-            return self.kind(node.expression)
-        if isinstance(node, cst.Comparison):
-            return self._comparison_kind(node)
-        if isinstance(node, cst.BooleanOperation):
-            return self._combine(self.kind(node.left), self.kind(node.right))
-        if isinstance(node, cst.IfExp):
-            return self._combine(self.kind(node.body), self.kind(node.orelse))
-        if isinstance(node, cst.NamedExpr):
-            return self.kind(node.value)
-        return Kind.UNKNOWN
+            return self.name_value(node.value)
+        literal = literal_value(node)
+        if literal is not None:
+            return literal
+        handler = _HANDLERS.get(type(node))
+        return handler(self, node) if handler else UNKNOWN_VALUE
 
-    @staticmethod
-    def _combine(left: Kind, right: Kind) -> Kind:
-        if Kind.TENSOR in (left, right):
-            return Kind.TENSOR
-        if Kind.SCALAR in (left, right):
-            return Kind.SCALAR
-        if left is right:
-            return left
-        return Kind.UNKNOWN
+    def name_value(self, name: str) -> Value:
+        found = self.env.get(name)
+        if found is not None:
+            return found
+        if name in ("True", "False", "None"):
+            return {"None": NONE_VALUE, "True": TRUE_VALUE, "False": FALSE_VALUE}[name]
+        if self.program is not None:
+            resolved = self.program.global_value(self.path, name)
+            if resolved is not None:
+                return resolved
+        full = self.imports.aliases.get(name)
+        if full is not None:
+            return self._external(full)
+        return UNKNOWN_VALUE
 
-    def _comparison_kind(self, node: cst.Comparison) -> Kind:
-        if any(isinstance(t.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for t in node.comparisons):
-            return Kind.OTHER
-        kinds = [self.kind(node.left), *(self.kind(t.comparator) for t in node.comparisons)]
-        if Kind.STR in kinds:  # `mode == "train"`: a string is never compared with a tensor
-            return Kind.OTHER
-        if Kind.TENSOR in kinds:
-            return Kind.TENSOR
-        return Kind.SCALAR if Kind.SCALAR in kinds else Kind.OTHER
+    def _external(self, full: str) -> Value:
+        if self.program is not None:
+            resolved = self.program.import_value(self.path, full)
+            if resolved is not None:
+                return resolved
+        return Value.of(External(full))
 
-    def _attribute_kind(self, node: cst.Attribute) -> Kind:
-        if isinstance(node.value, cst.Name) and node.value.value == "self":
-            return Kind.OTHER if node.attr.value == "training" else Kind.UNKNOWN
-        base = self.kind(node.value)
-        if base is Kind.TENSOR:
-            return Kind.TENSOR if node.attr.value in TENSOR_ATTRS else Kind.OTHER
-        return Kind.UNKNOWN
+    def _attribute(self, node: cst.Attribute) -> Value:
+        attr = node.attr.value
+        written = dotted(node)
+        if written is not None:
+            bound = self.env.get(written)
+            if bound is not None:
+                return bound
+            if self._is_module_path(node):
+                full = self.imports.resolve(node) or written
+                return _module_attribute(full) or self._external(full)
+        base = self.value(node.value)
+        parts = [self._attribute_of(atom, attr).under(cond) for atom, cond in base.atoms.items()]
+        return join_all(parts) or UNKNOWN_VALUE
 
-    def _call_kind(self, node: cst.Call) -> Kind:
+    def _attribute_of(self, atom: Atom, attr: str) -> Value:
+        if atom in (TENSOR, MASK, NUMPY):
+            return _tensor_attribute(attr, atom)
+        if atom == ASSUMED:
+            return (
+                _tensor_attribute(attr, ASSUMED) if attr in TENSOR_ATTRS | {"shape", "ndim", "dtype"} else UNKNOWN_VALUE
+            )
+        if isinstance(atom, External):
+            return _module_attribute(f"{atom.name}.{attr}") or Value.of(External(f"{atom.name}.{attr}"))
+        if isinstance(atom, (Module, Instance)) or (isinstance(atom, str) and atom == OBJECT):
+            cls = atom.cls if isinstance(atom, (Module, Instance)) else None
+            if attr == "training":
+                return self.program.training_value() if self.program else BOOL_VALUE
+            if cls is not None and self.program is not None:
+                found = self.program.attribute(cls, attr)
+                if found is not None:
+                    return found
+            if isinstance(atom, Module) and attr in ("weight", "bias"):
+                return TENSOR_VALUE
+            return UNKNOWN_VALUE
+        if isinstance(atom, Seq) and attr in ("shape",):
+            return SHAPE_VALUE
+        return UNKNOWN_VALUE
+
+    def _subscript(self, node: cst.Subscript) -> Value:
+        base = self.value(node.value)
+        sliced = any(isinstance(element.slice, cst.Slice) for element in node.slice)
+        parts: list[Value] = []
+        for atom, cond in base.atoms.items():
+            if atom in TENSOR_LIKE:
+                parts.append(Value.of(atom, cond=cond))
+            elif isinstance(atom, Seq):
+                parts.append((Value.of(atom) if sliced else atom.item).under(cond))
+            elif isinstance(atom, Mapping):
+                parts.append(atom.value.under(cond))
+            elif isinstance(atom, Module):
+                parts.append(Value.of(Module(), cond=cond))
+            elif atom == STR:
+                parts.append(Value.of(STR, cond=cond))
+            else:
+                parts.append(Value.of(UNKNOWN, cond=cond))
+        return join_all(parts) or UNKNOWN_VALUE
+
+    def _binary(self, node: cst.BinaryOperation) -> Value:
+        return combine(self.value(node.left), self.value(node.right), node.operator)
+
+    def _unary(self, node: cst.UnaryOperation) -> Value:
+        inner = self.value(node.expression)
+        if isinstance(node.operator, cst.Not):
+            truth = self.truth(node.expression)
+            return BOOL_VALUE if truth is None else (FALSE_VALUE if truth else TRUE_VALUE)
+        if isinstance(node.operator, cst.BitInvert) and inner.only(BOOLS):
+            return INT_VALUE
+        return Value({(SIZE if a in BOOLS else a): c for a, c in inner.atoms.items()}) if inner.any_of(BOOLS) else inner
+
+    def _boolean(self, node: cst.BooleanOperation) -> Value:
+        left = self.truth(node.left)
+        is_and = isinstance(node.operator, cst.And)
+        if left is not None and left != is_and:
+            return self.value(node.left)  # short circuit: `False and x`, `True or x`
+        if left is not None:
+            return self.value(node.right)
+        # `a and b` is a when a is falsy, else b; `a or b` is a when a is truthy, else b.
+        kept = self.value(node.left).without(TRUE) if is_and else self.value(node.left).without(FALSE, NONE)
+        return kept.join(self.value(node.right))
+
+    def _comparison(self, node: cst.Comparison) -> Value:
+        operands = [node.left, *(t.comparator for t in node.comparisons)]
+        values = [self.value(operand) for operand in operands]
+        results = [
+            self._compare(values[i], values[i + 1], target.operator, operands[i + 1])
+            for i, target in enumerate(node.comparisons)
+        ]
+        return join_all(results) if len(results) > 1 else results[0]
+
+    def _compare(self, left: Value, right: Value, operator: cst.BaseCompOp, right_node: cst.BaseExpression) -> Value:
+        if isinstance(operator, (cst.Is, cst.IsNot)):
+            truth = _identity(left, right)
+            if truth is None:
+                return BOOL_VALUE
+            return TRUE_VALUE if truth == isinstance(operator, cst.Is) else FALSE_VALUE
+        if isinstance(operator, (cst.In, cst.NotIn)):
+            return BOOL_VALUE
+        if STR in left or STR in right:  # `mode == "train"`: a string is never compared with a tensor
+            return BOOL_VALUE
+        tensors = [v for v in (left, right) if v.is_tensor_like]
+        if tensors:
+            cond = join_all(tensors).cond_of(TENSOR_LIKE)
+            atom = MASK if any(v.any_of(EVIDENT_TENSORS) for v in tensors) else ASSUMED_MASK
+            return Value.of(atom, cond=cond)
+        if DATA in left or DATA in right:
+            return Value.of(DATA, cond=left.join(right).cond_of((DATA,)))
+        return BOOL_VALUE
+
+    def _if_expression(self, node: cst.IfExp) -> Value:
+        truth = self.truth(node.test)
+        if truth is not None:
+            return self.value(node.body if truth else node.orelse)
+        return self.value(node.body).join(self.value(node.orelse))
+
+    def _sequence(self, node: cst.List | cst.Tuple | cst.Set) -> Value:
+        items = [
+            self.value(e.value).items() if isinstance(e, cst.StarredElement) else self.value(e.value)
+            for e in node.elements
+        ]
+        return Value.of(Seq(join_all(items).widen(1) if items else BOTTOM))
+
+    def _dict(self, node: cst.Dict) -> Value:
+        values = [self.value(e.value) for e in node.elements if isinstance(e, cst.DictElement)]
+        return Value.of(Mapping(join_all(values).widen(1) if values else BOTTOM))
+
+    def _comprehension(self, node: cst.ListComp | cst.SetComp | cst.GeneratorExp) -> Value:
+        self.bind_comprehension(node.for_in)
+        return Value.of(Seq(self.value(node.elt).widen(1)))
+
+    def _dict_comprehension(self, node: cst.DictComp) -> Value:
+        self.bind_comprehension(node.for_in)
+        return Value.of(Mapping(self.value(node.value).widen(1)))
+
+    def bind_comprehension(self, loop: cst.CompFor | None) -> None:
+        """Bind the loop targets of a comprehension (they leak into the function's names: harmless)."""
+        while loop is not None:
+            self.bind(loop.target, self.value(loop.iter).items())
+            loop = loop.inner_for_in
+
+    def _named_expression(self, node: cst.NamedExpr) -> Value:
+        value = self.value(node.value)
+        self.bind(node.target, value)
+        return value
+
+    # -- calls -------------------------------------------------------------------------------------
+    def _call(self, node: cst.Call) -> Value:
         func = node.func
         if isinstance(func, cst.Attribute):
-            method = func.attr.value
-            receiver = func.value
-            if isinstance(receiver, cst.Name) and receiver.value == "self":
-                return Kind.UNKNOWN if method in self.methods else Kind.TENSOR
-            full = self.imports.resolve(func)
-            if full is not None and full.startswith("torch."):
-                return torch_call_kind(full)
-            receiver_kind = self.kind(receiver)
-            if receiver_kind is Kind.TENSOR:
-                if method in SCALAR_METHODS:
-                    return Kind.SCALAR
-                return Kind.OTHER if method in PYTHON_METHODS or method.startswith(("is_", "get_")) else Kind.TENSOR
-            if receiver_kind is Kind.MODULE:
-                return Kind.TENSOR if method == "forward" else Kind.UNKNOWN
-            return Kind.UNKNOWN
-        if isinstance(func, cst.Name):
-            return self._named_call_kind(func, node)
-        if self.kind(func) is Kind.MODULE:  # self.layers[i](x)
-            return Kind.TENSOR
-        return Kind.UNKNOWN
+            receiver = self.value(func.value) if not self._is_module_path(func.value) else BOTTOM
+            if receiver.is_tensor_like or DATA in receiver:
+                method = tensor_method_value(func.attr.value, node, receiver, self)
+                rest = receiver.without(*TENSOR_LIKE, DATA)
+                if not rest:
+                    return method
+                return method.join(self._call_through(node, func, rest))
+        name = self._library_name(func)
+        if name is not None:
+            library = library_call_value(name, node, self)
+            if library is not None:
+                return library
+        if isinstance(func, cst.Name) and func.value not in self.env:
+            builtin = builtin_call_value(func.value, node, self)
+            if builtin is not None:
+                return builtin
+        return self._call_through(node, func, self.value(func))
 
-    def _named_call_kind(self, func: cst.Name, node: cst.Call) -> Kind:
-        name = func.value
-        if self.names.get(name) is Kind.MODULE:
-            return Kind.TENSOR
-        full = self.imports.resolve(func) or name
-        if full.startswith("torch."):
-            return torch_call_kind(full)
-        args = [arg.value for arg in node.args]
-        if name in SCALAR_BUILTINS:
-            return Kind.SCALAR if args and self.kind(args[0]) in (Kind.TENSOR, Kind.SCALAR) else Kind.OTHER
-        if name in TENSOR_BUILTINS:
-            return Kind.TENSOR if any(self.is_tensor(a) for a in args) else Kind.UNKNOWN
-        if name in PYTHON_BUILTINS:
-            return Kind.STR if name in ("str", "repr", "format") else Kind.OTHER
-        return Kind.UNKNOWN
+    def _is_module_path(self, node: cst.BaseExpression) -> bool:
+        """`torch.nn.functional`, `np.random`: an imported module, not a value."""
+        written = dotted(node)
+        if written is None:
+            return False
+        head = written.split(".", 1)[0]
+        return (
+            head not in self.env
+            and head in self.imports.aliases
+            and (self.program is None or self.program.global_value(self.path, head) is None)
+        )
+
+    def _library_name(self, func: cst.BaseExpression) -> str | None:
+        """The resolved dotted name of a call into an imported library (torch.*, np.*, math.*, ...)."""
+        written = dotted(func)
+        if written is None:
+            return None
+        head = written.split(".", 1)[0]
+        if head in self.env or head not in self.imports.aliases:
+            return None
+        if self.program is not None and self.program.global_value(self.path, head) is not None:
+            return None
+        return self.imports.resolve(func)
+
+    def _call_through(self, node: cst.Call, func: cst.BaseExpression, callee: Value) -> Value:
+        """A call of a value: user functions, classes and modules via the program; otherwise unknown."""
+        if self.program is None:
+            return _opaque_call_value(callee)
+        return self.program.call_value(self, node, func, callee)
+
+    def arguments(self, node: cst.Call) -> tuple[list[Value], dict[str, Value], bool]:
+        """Positional values, keyword values, and whether `*args`/`**kwargs` hide some."""
+        positional: list[Value] = []
+        keywords: dict[str, Value] = {}
+        starred = False
+        for arg in node.args:
+            if arg.star:
+                starred = True
+            elif arg.keyword is not None:
+                keywords[arg.keyword.value] = self.value(arg.value)
+            else:
+                positional.append(self.value(arg.value))
+        return positional, keywords, starred
+
+    # -- binding -----------------------------------------------------------------------------------
+    def bind(self, target: cst.BaseExpression, value: Value, record: bool = True) -> None:
+        """`target = value`: names, `self.x` attributes (recorded as the class's attribute values unless
+        `record` is False, as for narrowing), and tuples spread item by item."""
+        value = value.under(self.cond)
+        if isinstance(target, cst.Name):
+            self.env[target.value] = value
+        elif isinstance(target, cst.Attribute):
+            written = dotted(target)
+            if written is not None and written.startswith("self."):
+                self.env[written] = value
+                if record and self.program is not None and self.self_class is not None and written.count(".") == 1:
+                    self.program.record_attribute(self.self_class, target.attr.value, value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            item = _unpacked(value)
+            for element in target.elements:
+                inner = element.value
+                self.bind(inner, Value.of(Seq(item)) if isinstance(element, cst.StarredElement) else item)
+        elif isinstance(target, cst.StarredElement):
+            self.bind(target.value, Value.of(Seq(_unpacked(value))))
+        self.forget()
+
+
+def _unpacked(value: Value) -> Value:
+    """What each name gets in `a, b = value`: a tensor unpacks into tensors, a tuple into its items."""
+    parts = []
+    for atom, cond in value.atoms.items():
+        if isinstance(atom, Seq):
+            parts.append(atom.item.under(cond))
+        elif atom in TENSOR_LIKE or atom == STR:
+            parts.append(Value.of(atom, cond=cond))
+        elif isinstance(atom, Module):
+            parts.append(Value.of(Module(), cond=cond))
+        else:
+            parts.append(Value.of(UNKNOWN, cond=cond))
+    return join_all(parts) or UNKNOWN_VALUE
+
+
+def _identity(left: Value, right: Value) -> bool | None:
+    """`left is right` when one side is None and the other certainly is or is not None."""
+    for one, other in ((left, right), (right, left)):
+        if one.only((NONE,)):
+            if other.only((NONE,)):
+                return True
+            if NONE not in other and UNKNOWN not in other and not other.any_of((ASSUMED,)):
+                return False
+    return None
+
+
+def _tensor_attribute(attr: str, atom: Atom) -> Value:
+    if attr in TENSOR_ATTRS:
+        return Value.of(atom if atom != MASK or attr not in ("grad",) else TENSOR)
+    if attr == "shape":
+        return SHAPE_VALUE
+    if attr in SIZE_ATTRS:
+        return SIZE_VALUE
+    if attr.startswith("is_") or attr in ("requires_grad",):
+        return BOOL_VALUE
+    return OBJECT_VALUE
+
+
+MODULE_CONSTANTS = {"math.pi": FLOAT_VALUE, "math.e": FLOAT_VALUE, "math.inf": FLOAT_VALUE, "numpy.pi": FLOAT_VALUE}
+
+
+def _module_attribute(full: str) -> Value | None:
+    """Values of well-known library attributes (`torch.float32` is a dtype, `math.pi` a float)."""
+    if full in MODULE_CONSTANTS:
+        return MODULE_CONSTANTS[full]
+    if full.startswith("torch.") and full.count(".") == 1 and full[6:] in DTYPE_NAMES:
+        return OBJECT_VALUE
+    return None
+
+
+DTYPE_NAMES = frozenset(
+    {"float32", "float", "float64", "double", "float16", "half", "bfloat16", "int64", "long", "int32", "int",
+     "int16", "int8", "uint8", "bool", "complex64", "cfloat", "complex128"}
+)  # fmt: skip
+
+
+def combine(left: Value, right: Value, operator: cst.BaseBinaryOp) -> Value:
+    """The value of `left <op> right`, atom by atom (a tensor on either side makes a tensor)."""
+    if not left or not right:
+        return left or right or UNKNOWN_VALUE
+    result: dict[Atom, int] = {}
+    for a, ca in left.atoms.items():
+        for b, cb in right.atoms.items():
+            atom = _combine_atoms(a, b, operator)
+            cond = ca | cb
+            result[atom] = result[atom] & cond if atom in result else cond
+    return Value(result)
+
+
+def _combine_atoms(a: Atom, b: Atom, operator: cst.BaseBinaryOp) -> Atom:
+    if a in MASKS or b in MASKS:
+        logical = isinstance(operator, MASK_OPERATORS)
+        other = b if a in MASKS else a
+        if logical and (other in MASKS or other in BOOLS):
+            return MASK if MASK in (a, b) else ASSUMED_MASK
+    for one, other in ((a, b), (b, a)):
+        if one in (TENSOR, NUMPY, MASK):
+            return TENSOR if other in (TENSOR, MASK) or one in (TENSOR, MASK) else NUMPY
+    if ASSUMED in (a, b) or ASSUMED_MASK in (a, b):
+        return ASSUMED
+    if DATA in (a, b):
+        return DATA
+    if UNKNOWN in (a, b) or NONE in (a, b):
+        return UNKNOWN
+    if isinstance(a, Seq) and isinstance(b, Seq):
+        return Seq(a.item.join(b.item))
+    if isinstance(a, Seq) or isinstance(b, Seq):
+        return a if isinstance(a, Seq) else b  # `[x] * n`
+    if STR in (a, b):
+        return STR
+    numbers = (a, b)
+    if FLOAT in numbers or isinstance(operator, cst.Divide):
+        return FLOAT
+    if SIZE in numbers:
+        return SIZE
+    if all(n in (INT, TRUE, FALSE) for n in numbers):
+        return INT
+    return UNKNOWN
+
+
+def _opaque_call_value(callee: Value) -> Value:
+    return TENSOR_VALUE if callee.modules() else UNKNOWN_VALUE
+
+
+def tensor_method_value(method: str, node: cst.Call, receiver: Value, facts: TensorFacts) -> Value:
+    """The value of `t.<method>(...)` for a tensor (or numpy array) `t`."""
+    cond = receiver.cond_of(TENSOR_LIKE | {DATA})
+    if DATA in receiver and not receiver.is_tensor_like:
+        return Value.of(DATA, cond=cond)
+    if method in SCALAR_METHODS:
+        return (Value.of(Seq(DATA_VALUE)) if method == "tolist" else DATA_VALUE).under(cond)
+    if method == "equal":
+        return DATA_VALUE.under(cond)
+    if method == "size":
+        return (
+            (SIZE_VALUE if node.args else SHAPE_VALUE).under(cond)
+            if receiver.any_of(EVIDENT_TENSORS)
+            else UNKNOWN_VALUE
+        )
+    if method in SIZE_METHODS:
+        return SIZE_VALUE if receiver.any_of(EVIDENT_TENSORS) else UNKNOWN_VALUE
+    if method == "numpy":
+        return NUMPY_VALUE.under(cond)
+    if method in ("keys", "values", "items", "get", "register_hook", "data_ptr", "type", "stride", "dim_order"):
+        return UNKNOWN_VALUE if receiver.only((ASSUMED,)) else OBJECT_VALUE
+    if method in ("storage", "untyped_storage", "backward", "has_names"):
+        return OBJECT_VALUE
+    if method.startswith(("is_", "get_")):
+        return BOOL_VALUE
+    if method in SEQUENCE_METHODS or (method in ("max", "min", "median", "mode") and _has_dim(node)):
+        return Value.of(Seq(TENSOR_VALUE), cond=cond)
+    if method == "nonzero" and any(a.keyword and a.keyword.value == "as_tuple" for a in node.args):
+        return Value.of(Seq(TENSOR_VALUE), cond=cond)
+    kept = NUMPY if receiver.only((NUMPY,)) else TENSOR
+    if method in MASK_METHODS or (method in ("to", "type") and _to_bool(node, facts)):
+        return Value.of(MASK, cond=cond)
+    if receiver.only((ASSUMED,)) and method in ("append", "extend", "pop", "update", "copy"):
+        return UNKNOWN_VALUE
+    return Value.of(kept, cond=cond)
+
+
+def _has_dim(node: cst.Call) -> bool:
+    return any((a.keyword is None and not a.star) or (a.keyword and a.keyword.value == "dim") for a in node.args)
+
+
+def _to_bool(node: cst.Call, facts: TensorFacts) -> bool:
+    return any(facts.imports.resolve(arg.value) == "torch.bool" for arg in node.args)
+
+
+def library_call_value(name: str, node: cst.Call, facts: TensorFacts) -> Value | None:
+    """Calls into torch, numpy, einops, math...; None when the name is not one we model."""
+    if name.startswith("torch."):
+        value = torch_call_value(name)
+        dtypes = [a.value for a in node.args if a.keyword and a.keyword.value == "dtype"]
+        if value == TENSOR_VALUE and any(facts.imports.resolve(d) == "torch.bool" for d in dtypes):
+            return MASK_VALUE
+        if value == TENSOR_VALUE:
+            return TENSOR_VALUE.under(_args_cond(node, facts))
+        return value
+    if name.startswith(NUMPY_MODULES):
+        return _numpy_call_value(name, node, facts)
+    if name.startswith(TENSOR_LIBRARIES):
+        if name.rsplit(".", 1)[-1] in ("pack", "unpack", "unbind"):
+            return Value.of(Seq(TENSOR_VALUE))
+        values = [facts.value(a.value) for a in node.args]
+        return TENSOR_VALUE if any(v.is_tensor_like for v in values) or not values else None
+    if name.startswith(STATIC_MODULES):
+        values = [facts.value(a.value) for a in node.args]
+        if any(v.is_tensor_like or DATA in v for v in values):
+            return Value.of(DATA, cond=_args_cond(node, facts))
+        return Value.of(SIZE) if any(SIZE in v for v in values) else FLOAT_VALUE
+    if name in ("logging.getLogger", "logging.get_logger") or name.endswith(".get_logger"):
+        return Value.of(External("logging.Logger"))
+    return None
+
+
+def _args_cond(node: cst.Call, facts: TensorFacts) -> int:
+    values = [facts.value(a.value) for a in node.args]
+    tensors = [v for v in values if v.is_tensor_like]
+    return join_all(tensors).cond_of(TENSOR_LIKE) if tensors else 0
+
+
+def _numpy_call_value(name: str, node: cst.Call, facts: TensorFacts) -> Value:
+    """Inside a region Dynamo traces numpy as tensors: numpy results are arrays (tensor-like), except
+    calls on Python numbers only (`np.sqrt(dim)`), which are constant-folded."""
+    values = [facts.value(a.value) for a in node.args]
+    if name.rsplit(".", 1)[-1] in ("array", "asarray", "arange", "zeros", "ones", "linspace", "empty", "full"):
+        return NUMPY_VALUE
+    if values and all(v.only({INT, FLOAT, SIZE, TRUE, FALSE}) for v in values):
+        return FLOAT_VALUE
+    return NUMPY_VALUE.under(_args_cond(node, facts))
+
+
+def builtin_call_value(name: str, node: cst.Call, facts: TensorFacts) -> Value | None:
+    """Python builtins called by their plain name (not shadowed by an import)."""
+    if name in facts.imports.aliases:
+        return None
+    args = [facts.value(a.value) for a in node.args if a.keyword is None]
+    first = args[0] if args else UNKNOWN_VALUE
+    if name == "len":
+        return SIZE_VALUE
+    if name in SCALAR_BUILTINS:
+        if first.is_tensor_like or DATA in first:
+            return Value.of(DATA, cond=first.cond_of(TENSOR_LIKE | {DATA}))
+        if SIZE in first:
+            return SIZE_VALUE
+        return BOOL_VALUE if name == "bool" else Value.of(SCALAR_BUILTINS[name])
+    if name in BOOLEAN_BUILTINS:
+        return BOOL_VALUE
+    if name in STRING_BUILTINS:
+        return STR_VALUE
+    if name in ("id", "hash"):
+        return INT_VALUE
+    if name == "range":
+        items = join_all(args) if args else INT_VALUE
+        return Value.of(Seq(Value.of(DATA) if items.is_tensor_like or DATA in items else INT_VALUE.join(items)))
+    if name in SEQUENCE_BUILTINS:
+        return Value.of(Seq(first.items())) if args else Value.of(Seq(BOTTOM))
+    if name == "dict":
+        return Value.of(Mapping(UNKNOWN_VALUE))
+    if name == "enumerate":
+        return Value.of(Seq(Value.of(Seq(SIZE_VALUE.join(first.items())))))
+    if name == "zip":
+        return Value.of(Seq(Value.of(Seq(join_all(a.items() for a in args)))))
+    if name in REDUCING_BUILTINS:
+        operands = [first.items()] if len(args) == 1 else args
+        joined = join_all(operands)
+        if joined.is_tensor_like:
+            return Value.of(TENSOR, cond=joined.cond_of(TENSOR_LIKE))
+        return joined if joined else UNKNOWN_VALUE
+    if name in ("print", "setattr", "delattr", "exec"):
+        return NONE_VALUE
+    if name in ("type", "object", "super", "vars", "globals", "locals", "getattr", "map", "filter", "next"):
+        return UNKNOWN_VALUE
+    return None
+
+
+_HANDLERS: dict[type[cst.CSTNode], Callable[[TensorFacts, cst.BaseExpression], Value]] = {
+    cst.Attribute: TensorFacts._attribute,  # type: ignore[dict-item]
+    cst.Call: TensorFacts._call,  # type: ignore[dict-item]
+    cst.Subscript: TensorFacts._subscript,  # type: ignore[dict-item]
+    cst.BinaryOperation: TensorFacts._binary,  # type: ignore[dict-item]
+    cst.UnaryOperation: TensorFacts._unary,  # type: ignore[dict-item]
+    cst.BooleanOperation: TensorFacts._boolean,  # type: ignore[dict-item]
+    cst.Comparison: TensorFacts._comparison,  # type: ignore[dict-item]
+    cst.IfExp: TensorFacts._if_expression,  # type: ignore[dict-item]
+    cst.List: TensorFacts._sequence,  # type: ignore[dict-item]
+    cst.Tuple: TensorFacts._sequence,  # type: ignore[dict-item]
+    cst.Set: TensorFacts._sequence,  # type: ignore[dict-item]
+    cst.Dict: TensorFacts._dict,  # type: ignore[dict-item]
+    cst.ListComp: TensorFacts._comprehension,  # type: ignore[dict-item]
+    cst.SetComp: TensorFacts._comprehension,  # type: ignore[dict-item]
+    cst.GeneratorExp: TensorFacts._comprehension,  # type: ignore[dict-item]
+    cst.DictComp: TensorFacts._dict_comprehension,  # type: ignore[dict-item]
+    cst.NamedExpr: TensorFacts._named_expression,  # type: ignore[dict-item]
+    cst.FormattedString: lambda facts, node: STR_VALUE,
+    cst.Lambda: lambda facts, node: OBJECT_VALUE,
+}
 
 
 def dotted_code(node: cst.BaseExpression) -> str:
@@ -336,3 +883,35 @@ class _DropItem(cst.CSTTransformer):
         if isinstance(func, cst.Attribute) and func.attr.value == "item" and not updated_node.args:
             return func.value
         return updated_node
+
+
+def default_param_value(param: cst.Param, annotation: Value | None, entry: bool) -> Value:
+    """What an entry parameter holds when nothing calls it with known values.
+
+    Annotated: the annotation. Un-annotated region entries take tensors, except flag-like names
+    and parameters with a non-None default (their default's type); `=None` adds None.
+    """
+    default = param.default
+    default_value = literal_value(default) if default is not None else None
+    if annotation is not None:
+        value = annotation
+    elif default_value is not None and default_value != NONE_VALUE:
+        value = _widened(default_value)
+    elif default is not None and default_value is None:
+        value = UNKNOWN_VALUE
+    else:
+        name = param.name.value
+        tensor_like = entry and not name.startswith(FLAG_PREFIXES) and name not in NON_TENSOR_PARAMS
+        value = Value.of(ASSUMED) if tensor_like else UNKNOWN_VALUE
+    if default_value == NONE_VALUE:
+        value = value.join(NONE_VALUE)
+    return value
+
+
+def _widened(value: Value) -> Value:
+    """A default `False` says the parameter is a bool, not that it is always False."""
+    return BOOL_VALUE if value.any_of(BOOLS) else value
+
+
+def param_names(params: cst.Parameters) -> Sequence[cst.Param]:
+    return [*params.posonly_params, *params.params, *params.kwonly_params]

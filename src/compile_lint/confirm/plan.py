@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from compile_lint.confirm import GIVE_INPUTS
 from compile_lint.engine import module_name
-from compile_lint.project import ProjectContext
+from compile_lint.project import Project
 
 
 class UsageError(Exception):
@@ -69,19 +69,23 @@ def explicit_specs(entries: list[str], root: Path) -> list[TargetSpec]:
     return specs
 
 
-def automatic_specs(project: ProjectContext) -> tuple[list[TargetSpec], list[Unrunnable]]:
+def automatic_specs(project: Project) -> tuple[list[TargetSpec], list[Unrunnable]]:
     """Module-level functions and nn.Module classes among the project's compiled regions."""
     specs: dict[tuple[str, str], TargetSpec] = {}
     unrunnable = []
     for path, qualname in project.roots():
-        function = project.functions[(path, qualname)]
+        function = project.function((path, qualname))
+        assert function is not None
         folder, dotted = import_location(path)
         label = f"{path}:{qualname}"
         region = (os.path.realpath(path), qualname)
-        cls = function.class_name
-        if cls is None and "." not in qualname:
+        cls_key = function.class_key
+        if cls_key is None and "." not in qualname:
             specs[(dotted, qualname)] = TargetSpec("function", label, dotted, folder, qualname, region)
-        elif function.name == "forward" and cls and "." not in cls and project.is_module_class(cls):
+        elif (
+            cls_key is not None and function.name == "forward" and "." not in cls_key[1] and project.is_module(cls_key)
+        ):
+            cls = cls_key[1]
             specs[(dotted, cls)] = TargetSpec("module", f"{path}:{cls}", dotted, folder, cls, region)
         else:
             unrunnable.append(Unrunnable(label, f"not run: `{qualname}` is a method or nested function; {GIVE_INPUTS}"))

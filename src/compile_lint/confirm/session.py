@@ -20,10 +20,9 @@ from compile_lint.confirm.match import Observed, match
 from compile_lint.confirm.plan import TargetSpec, Unrunnable, UsageError, automatic_specs, explicit_specs
 from compile_lint.confirm.repro import write_all
 from compile_lint.confirm.runner import WorkerPool
-from compile_lint.engine import apply_filters, discover, summarize
+from compile_lint.engine import apply_filters, build_project, discover
 from compile_lint.finding import Finding
-from compile_lint.project import ProjectContext
-from compile_lint.versions import target_version
+from compile_lint.project import Project
 
 
 @dataclass
@@ -141,13 +140,10 @@ def _run_each(
 
 def _plan(
     paths: list[str], config: Config, options: ConfirmOptions
-) -> tuple[list[str], list[TargetSpec], list[Unrunnable], ProjectContext]:
+) -> tuple[list[str], list[TargetSpec], list[Unrunnable], Project]:
     """Explicit factories first, so the automatic targets they already cover are skipped."""
     files = discover(paths)
-    summaries, _ = summarize(
-        files, target_version(config.torch_version), options.jobs, config.root if options.use_cache else None
-    )
-    project = ProjectContext(summaries, flags=config.flags(), extra_regions=config.extra_regions)
+    project = build_project(paths, config)
     explicit = explicit_specs(options.targets, Path.cwd()) + explicit_specs(config.confirm.targets, config.root)
     automatic, unrunnable = automatic_specs(project)
     return files, explicit + automatic, unrunnable, project

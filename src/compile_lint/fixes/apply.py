@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, ParentNodeProvider, PositionProvider
 
+from compile_lint.analysis.index import FileIndex
 from compile_lint.analysis.names import ImportMap
-from compile_lint.analysis.tensors import Kind, TensorFacts
-from compile_lint.analysis.walker import FileWalker
+from compile_lint.analysis.tensors import TensorFacts
+from compile_lint.engine import load_source, parse_source
 from compile_lint.finding import Finding
 from compile_lint.fixes.codemods import CODEMODS, Edit, Replacement, Safety, Site
+from compile_lint.project import Options, Project
 
 Span = tuple[int, int, int, int]  # line, col (0-based), end_line, end_col, as libcst positions
 Positions = Mapping[cst.CSTNode, CodeRange]
@@ -38,37 +40,10 @@ def _span(position: CodeRange) -> Span:
     return position.start.line, position.start.column, position.end.line, position.end.column
 
 
-class _UnmemoizedFacts(TensorFacts):
-    """Facts for the codemods, which also ask about nodes they build and drop: the memo is keyed
-    by `id(node)`, and a dropped node's id can come back for a different node."""
-
-    def kind(self, node: cst.BaseExpression) -> Kind:
-        return self._kind(node)
+FactsAt = Callable[[set[int]], dict[int, TensorFacts]]  # ids of wanted nodes -> the facts in force there
 
 
-def _snapshot(facts: TensorFacts) -> TensorFacts:
-    """A copy that later assignments in the walk do not change."""
-    copied = _UnmemoizedFacts.__new__(_UnmemoizedFacts)
-    for name, value in vars(facts).items():
-        setattr(copied, name, type(value)(value) if isinstance(value, (dict, set)) else value)
-    return copied
-
-
-class _FactsAt(FileWalker):
-    """The rules' own walk, stopping to copy the tensor facts in force at each wanted node."""
-
-    def __init__(self, wanted: set[int]) -> None:
-        super().__init__("<fix>", "", {})
-        self.wanted = wanted
-        self.facts_at: dict[int, TensorFacts] = {}
-
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        if id(node) in self.wanted:
-            self.facts_at[id(node)] = _snapshot(self.ctx.facts)
-        return super().on_visit(node)
-
-
-def plan_edits(module: cst.Module, findings: Iterable[Finding]) -> tuple[list[Edit], Positions]:
+def plan_edits(module: cst.Module, findings: Iterable[Finding], facts_at: FactsAt) -> tuple[list[Edit], Positions]:
     """One edit per finding a codemod can rewrite, in finding order (overlaps not yet removed)."""
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     positions = wrapper.resolve(PositionProvider)
@@ -80,22 +55,24 @@ def plan_edits(module: cst.Module, findings: Iterable[Finding]) -> tuple[list[Ed
         span = _span(position)
         if span in spans:
             at_span.setdefault(span, []).append(node)
-    probe = _FactsAt({id(node) for nodes in at_span.values() for node in nodes})
-    probe.walk(module)
+    facts = facts_at({id(node) for nodes in at_span.values() for node in nodes})
     edits: list[Edit] = []
     for finding in fixable:
-        edit = _first_edit(finding, at_span.get(finding_span(finding), []), parents, probe)
+        edit = _first_edit(finding, at_span.get(finding_span(finding), []), parents, facts)
         if edit is not None:
             edits.append(edit)
     return edits, positions
 
 
 def _first_edit(
-    finding: Finding, nodes: list[cst.CSTNode], parents: Mapping[cst.CSTNode, cst.CSTNode], probe: _FactsAt
+    finding: Finding,
+    nodes: list[cst.CSTNode],
+    parents: Mapping[cst.CSTNode, cst.CSTNode],
+    facts_at: dict[int, TensorFacts],
 ) -> Edit | None:
     for node in nodes:
-        facts = probe.facts_at.get(id(node))
-        if facts is None:  # in a branch the walker skips (e.g. under `if is_compiling()`)
+        facts = facts_at.get(id(node))
+        if facts is None:  # in a branch the walk skips (e.g. under `if is_compiling()`)
             continue
         for codemod in CODEMODS[finding.code]:
             edit = codemod(Site(finding, node, parents, facts))
@@ -209,10 +186,19 @@ def top_level_imports(module: cst.Module) -> ImportMap:
     return imports
 
 
-def fix_text(text: str, findings: Iterable[Finding], allowed: set[Safety]) -> FixedText:
-    """Apply the allowed fixes for `findings` (all from this file) to `text`."""
-    module = cst.parse_module(text)
-    edits, positions = plan_edits(module, findings)
+def fix_text(
+    text: str, findings: Iterable[Finding], allowed: set[Safety], parsed: tuple[Project, FileIndex] | None = None
+) -> FixedText:
+    """Apply the allowed fixes for `findings` (all from this file) to `text`. `parsed` is the project
+    the findings came from and this file's index in it; without it the file is analysed on its own."""
+    if parsed is None:
+        index = parse_source("<fix>", text)
+        if not isinstance(index, FileIndex):
+            raise FixError(f"the file does not parse: {index.message}")
+        parsed = (Project([index], Options(), (), load_source), index)
+    project, index = parsed
+    module = index.tree
+    edits, positions = plan_edits(module, findings, lambda wanted: project.facts_at(index.path, wanted))
     torch_name = top_level_imports(module).aliases.get("torch")
     if torch_name not in (None, "torch"):  # `torch` names something else here: leave those fixes
         edits = [e for e in edits if not e.needs_torch]

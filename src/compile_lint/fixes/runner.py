@@ -4,11 +4,9 @@ since it was read. Encoding, BOM and line endings are kept."""
 
 from __future__ import annotations
 
-import argparse
 import difflib
 import os
 import shutil
-import sys
 import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -16,15 +14,14 @@ from dataclasses import dataclass, field
 from rich.console import Console
 from rich.text import Text
 
+from compile_lint.analysis.index import FileIndex
 from compile_lint.analysis.source import encoding_of
-from compile_lint.analysis.summary import FileSummary
 from compile_lint.config import Config
-from compile_lint.engine import analyze_source, discover, lint, suppressed_by_noqa
+from compile_lint.engine import discover, load_source, options_of, parse_source, suppressed_by_noqa
 from compile_lint.finding import Finding
 from compile_lint.fixes.apply import FixError, fix_text
 from compile_lint.fixes.codemods import CODEMODS, Edit, Safety
-from compile_lint.project import ProjectContext
-from compile_lint.versions import target_version
+from compile_lint.project import Project
 
 MAX_ROUNDS = 10  # a fix can expose another (e.g. a guarded print inside a rewritten branch)
 
@@ -93,21 +90,23 @@ def _selected(findings: Iterable[Finding], config: Config, texts: dict[str, str]
 def plan_fixes(paths: list[str], config: Config, allowed: set[Safety]) -> Plan:
     sources = {s.path: s for s in map(read_source, discover(paths)) if s is not None}
     texts = {path: source.text for path, source in sources.items()}
-    version = target_version(config.torch_version)
-    summaries: dict[str, FileSummary] = {path: analyze_source(path, text, version) for path, text in texts.items()}
+    indexes = {path: parse_source(path, text) for path, text in texts.items()}
     applied: dict[str, list[Edit]] = {path: [] for path in sources}
     plan = Plan()
     withheld: dict[str, int] = {}
     pending = set(sources)  # an edit changes findings only in its own file: later rounds redo those
     for _ in range(MAX_ROUNDS):
-        project = ProjectContext(list(summaries.values()), flags=config.flags(), extra_regions=config.extra_regions)
+        parsed = [index for index in indexes.values() if isinstance(index, FileIndex)]
+        project = Project(parsed, options_of(config), (), load_source)
         by_path: dict[str, list[Finding]] = {}
         for finding in _selected(project.findings(), config, texts):
             by_path.setdefault(finding.path, []).append(finding)
         changed: set[str] = set()
         for path in sorted(pending & set(by_path)):
+            index = indexes[path]
+            assert isinstance(index, FileIndex)  # a file with findings parsed
             try:
-                result = fix_text(texts[path], by_path[path], allowed)
+                result = fix_text(texts[path], by_path[path], allowed, (project, index))
             except FixError as error:
                 plan.errors.append(f"{path}: not fixed: {error}")
                 continue
@@ -117,7 +116,7 @@ def plan_fixes(paths: list[str], config: Config, allowed: set[Safety]) -> Plan:
             withheld[path] = len(result.withheld)
             if result.applied:
                 texts[path] = result.text
-                summaries[path] = analyze_source(path, result.text, version)
+                indexes[path] = parse_source(path, result.text)
                 applied[path].extend(result.applied)
                 changed.add(path)
         if not changed:
@@ -163,11 +162,11 @@ def write_fixed(plan: FilePlan) -> bool:
     return True
 
 
-def _count(n: int, word: str, plural: str = "s") -> str:
+def count(n: int, word: str, plural: str = "s") -> str:
     return f"{n} {word}{plural * (n != 1)}"
 
 
-def _write_all(plan: Plan, log: Console) -> int:
+def write_all(plan: Plan, log: Console) -> int:
     """Write every fixed file; returns how many findings were fixed on disk."""
     fixed = 0
     for file in plan.files:
@@ -186,30 +185,6 @@ def _write_all(plan: Plan, log: Console) -> int:
     return fixed
 
 
-def run(args: argparse.Namespace, config: Config, console: Console) -> int:
-    """The CLI branch for --fix / --unsafe-fixes / --diff; returns the exit code."""
-    from compile_lint.cli import EXIT_CLEAN, EXIT_FINDINGS, report
-
-    allowed: set[Safety] = {"safe", "unsafe"} if args.unsafe_fixes else {"safe"}
-    log = console if args.format == "text" and not args.diff else Console(stderr=True)
-    plan = plan_fixes(args.paths, config, allowed)
-    hint = f" ({_count(plan.withheld, 'more fix', 'es')} with --unsafe-fixes)" if plan.withheld else ""
-    if args.diff:
-        for file in plan.files:
-            sys.stdout.write(file.diff())
-        sys.stdout.flush()  # the diff before the summary on stderr
-        fixes = sum(len(f.applied) for f in plan.files)
-        _print_errors(plan, log)
-        log.print(f"Would fix {_count(fixes, 'finding')} in {_count(len(plan.files), 'file')}{hint}.", highlight=False)
-        return EXIT_FINDINGS if plan.files or plan.errors else EXIT_CLEAN
-    fixed = _write_all(plan, log)
-    _print_errors(plan, log)
-    log.print(f"Fixed {_count(fixed, 'finding')}{hint}.", highlight=False)
-    result = lint(args.paths, config, jobs=args.jobs or os.cpu_count() or 1, use_cache=not args.no_cache)
-    report(result.findings, result.files, args.format, console)
-    return EXIT_FINDINGS if result.findings or plan.errors else EXIT_CLEAN
-
-
-def _print_errors(plan: Plan, log: Console) -> None:
+def print_errors(plan: Plan, log: Console) -> None:
     for error in plan.errors:
         log.print(Text(f"compile-lint: {error}", style="yellow"), soft_wrap=True)

@@ -12,10 +12,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 from rich.text import Text
 
+from compile_lint.analysis.values import Cond, cond_label
 from compile_lint.finding import Finding, gb_page
 
 if TYPE_CHECKING:
     from compile_lint.confirm.session import TargetReport
+    from compile_lint.project import Project
 
 STYLE = {"error": "bold red", "warning": "bold yellow", "info": "bold blue"}
 
@@ -39,6 +41,8 @@ def render(console: Console, findings: list[Finding], files: int) -> None:
         if finding.status != "static":
             head.append(f" [{finding.status}]", style="magenta")
         head.append(f" {finding.message}")
+        where = "default path" if finding.path_condition == "default" else f"only when: {finding.path_condition}"
+        head.append(f" [{where}]", style="cyan" if finding.path_condition == "default" else "dim")
         console.print(head, soft_wrap=True)
         source = _source_line(finding.path, finding.line, sources)
         if source is not None:
@@ -76,7 +80,33 @@ def summary_line(findings: list[Finding], files: int) -> Text:
     counts = Counter(f.code for f in findings)
     detail = ", ".join(f"{code} x{count}" for code, count in sorted(counts.items()))
     plural = "s" * (len(findings) != 1)
-    return Text(f"Found {len(findings)} finding{plural} in {files} file{'s' * (files != 1)} ({detail}).", style="bold")
+    default = sum(f.path_condition == "default" for f in findings)
+    return Text(
+        f"Found {len(findings)} finding{plural} in {files} file{'s' * (files != 1)}, {default} on the default "
+        f"path ({detail}).",
+        style="bold",
+    )
+
+
+def render_regions(console: Console, project: Project) -> None:
+    """`--show-regions`: each compiled region, then every function it reaches and how."""
+    for root in project.root_list:
+        console.print(
+            Text(f"{root.key[0]}:{root.key[1]}", style="bold") + Text(f"  region: {root.reason}"), soft_wrap=True
+        )
+    reached = [(key, reach) for key, reach in project.reached.items() if reach.via]
+    if reached:
+        console.print()
+    for (path, qualname), reach in sorted(reached):
+        where = "" if not reach.cond else f" [only when: {cond_label(Cond(reach.cond))}]"
+        how = f"reached from {reach.root} via {' -> '.join(reach.via)}{where}"
+        if reach.nested_only:
+            how += " (its nested wrapper functions only)"
+        console.print(Text(f"{path}:{qualname}", style="bold") + Text(f"  {how}"), soft_wrap=True)
+    errors = project.errors
+    for error in errors:
+        console.print(Text(f"{error.path}: not analysed: {error.message}", style="yellow"), soft_wrap=True)
+    console.print(Text(f"{len(project.root_list)} regions, {len(reached)} more functions reached.", style="bold"))
 
 
 class ConfirmProgress:
@@ -84,8 +114,13 @@ class ConfirmProgress:
 
     def __init__(self, console: Console) -> None:
         self.bar = Progress(
-            TextColumn("confirming"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
-            console=console, transient=True, disable=not console.is_terminal,
+            TextColumn("confirming"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.description}"),
+            console=console,
+            transient=True,
+            disable=not console.is_terminal,
         )
         self.task = self.bar.add_task("starting a worker (imports torch)", total=None)
 

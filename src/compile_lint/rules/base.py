@@ -8,11 +8,10 @@ from typing import TYPE_CHECKING, ClassVar, Final, Literal
 
 import libcst as cst
 
-from compile_lint.finding import Finding, Severity
+from compile_lint.finding import Severity
 
 if TYPE_CHECKING:
     from compile_lint.analysis.walker import RuleContext
-    from compile_lint.project import ProjectContext
 
 Family = Literal[
     "data-dependent",
@@ -67,6 +66,8 @@ class Rule:
     scope: ClassVar[Literal["region", "module"]] = "region"
     frame_skip: ClassVar[bool] = False  # Dynamo gives up on the whole frame, not just the line
     silenced_by: ClassVar[CaptureFlag | None] = None  # config flag under which it does not break
+    # Module-scope rules: text a file must contain for the rule to find anything (the walk is skipped otherwise).
+    triggers: ClassVar[tuple[str, ...]] = ()
     # Docs, as ruff documents rules: what it does, why it breaks the graph, example, fix.
     what: ClassVar[str]
     why: ClassVar[str]
@@ -90,7 +91,3 @@ class Rule:
             if attr.startswith("visit_"):
                 node_type = getattr(cst, attr.removeprefix("visit_"))
                 yield node_type, getattr(self, attr)
-
-    def check_project(self, project: ProjectContext) -> Iterator[Finding]:
-        """Findings that need the whole project (e.g. calls into disabled functions)."""
-        return iter(())

@@ -26,15 +26,13 @@ class TensorItem(Rule):
         "(`capture_scalar_outputs=False`) it ends the graph at `.item()`, runs the call eagerly and "
         "starts a new graph after it: GB0124."
     )
-    example = (
-        "@torch.compile\ndef step(x):\n    scale = x.abs().max().item()\n    return x / scale\n"
-    )
-    fixed_example = (
-        "@torch.compile\ndef step(x):\n    scale = x.abs().max().detach()\n    return x / scale\n"
-    )
+    example = "@torch.compile\ndef step(x):\n    scale = x.abs().max().item()\n    return x / scale\n"
+    fixed_example = "@torch.compile\ndef step(x):\n    scale = x.abs().max().detach()\n    return x / scale\n"
     invalid = (
         Example("@torch.compile\ndef f(x):\n    return x * x.sum().item()\n"),
-        Example("class M(nn.Module):\n    def forward(self, x):\n        vals = [v.item() for v in x]\n        return vals\n"),
+        Example(
+            "class M(nn.Module):\n    def forward(self, x):\n        vals = [v.item() for v in x]\n        return vals\n"
+        ),
     )
     valid = (
         Example("@torch.compile\ndef f(x):\n    return x * x.sum()\n"),

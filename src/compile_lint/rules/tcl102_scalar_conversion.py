@@ -60,9 +60,7 @@ class ScalarConversion(Rule):
     invalid = (
         Example("@torch.compile\ndef f(x):\n    n = int(x.sum())\n    return x * n\n"),
         Example("@torch.compile\ndef f(x):\n    b = bool(x.sum() > 0)\n    return x + b\n"),
-        Example(
-            "@torch.compile\ndef f(x):\n    for _ in range(int(x.sum())):\n        x = x + 1\n    return x\n"
-        ),
+        Example("@torch.compile\ndef f(x):\n    for _ in range(int(x.sum())):\n        x = x + 1\n    return x\n"),
         Example(
             "@torch.compile\ndef f(x):\n    for _ in range(int(x.sum()) + 1):\n        x = x + 1\n    return x\n",
             flags=(CAPTURE_SCALAR,),
@@ -79,11 +77,7 @@ class ScalarConversion(Rule):
     def visit_Call(self, node: cst.Call, ctx: RuleContext) -> None:
         if id(node) in ctx.reported:
             return
-        if (
-            isinstance(node.func, cst.Name)
-            and node.func.value == "range"
-            and "range" not in ctx.imports.aliases
-        ):
+        if isinstance(node.func, cst.Name) and node.func.value == "range" and "range" not in ctx.imports.aliases:
             self._check_loop_bound(node, ctx)
             return
         builtin = converted_tensor(node, ctx)
@@ -94,8 +88,7 @@ class ScalarConversion(Rule):
             ctx.report(
                 self,
                 node,
-                f"`{builtin}()` of a tensor copies its value into Python (an implicit `.item()`) "
-                "and breaks the graph",
+                f"`{builtin}()` of a tensor copies its value into Python (an implicit `.item()`) and breaks the graph",
                 fix=f"Keep it a tensor: {kept}; or set "
                 "`torch._dynamo.config.capture_scalar_outputs = True` if it only feeds arithmetic.",
             )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from compile_lint.analysis.tensors import Kind, TensorFacts, short_code, without_item
+from compile_lint.analysis.tensors import Kind, TensorFacts, join_kinds, short_code, without_item
 from compile_lint.analysis.walker import RuleContext
 from compile_lint.rules.base import CAPTURE_SCALAR, Example, Rule
 
@@ -14,7 +14,7 @@ def condition_kind(test: cst.BaseExpression, facts: TensorFacts) -> Kind:
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         return condition_kind(test.expression, facts)
     if isinstance(test, cst.BooleanOperation):
-        return facts._combine(condition_kind(test.left, facts), condition_kind(test.right, facts))
+        return join_kinds(condition_kind(test.left, facts), condition_kind(test.right, facts))
     return facts.kind(test)
 
 
@@ -70,12 +70,19 @@ class TensorCondition(Rule):
         Example("@torch.compile\ndef f(x):\n    return x + 1 if x.sum() > 0 else x - 1\n"),
         Example("@torch.compile\ndef f(x, u):\n    z = (x.sum() > 0) and (u.sum() > 0)\n    return z\n"),
         Example("@torch.compile\ndef f(x):\n    assert not (x > 100).any()\n    return x\n"),
-        Example("@torch.compile\ndef f(x):\n    if x.sum().item() > 0:\n        return x\n    return -x\n", flags=(CAPTURE_SCALAR,)),
+        Example(
+            "@torch.compile\ndef f(x):\n    if x.sum().item() > 0:\n        return x\n    return -x\n",
+            flags=(CAPTURE_SCALAR,),
+        ),
     )
     valid = (
-        Example("class M(nn.Module):\n    def forward(self, x):\n        return self._pad(x, 2, 3)\n\n    def _pad(self, x, start, last):\n        if start > last:\n            return x\n        return -x\n"),
+        Example(
+            "class M(nn.Module):\n    def forward(self, x):\n        return self._pad(x, 2, 3)\n\n    def _pad(self, x, start, last):\n        if start > last:\n            return x\n        return -x\n"
+        ),
         Example("@torch.compile\ndef f(x):\n    if x.shape[0] > 4:\n        return x\n    return -x\n"),
-        Example("@torch.compile\ndef f(x):\n    if x.dtype == torch.float32 and x.dim() == 2:\n        return x\n    return -x\n"),
+        Example(
+            "@torch.compile\ndef f(x):\n    if x.dtype == torch.float32 and x.dim() == 2:\n        return x\n    return -x\n"
+        ),
         Example("@torch.compile\ndef f(x, mask=None):\n    if mask is not None:\n        x = x * mask\n    return x\n"),
         Example("@torch.compile\ndef f(x):\n    assert (x > 0).all()\n    return x\n"),
         Example("@torch.compile\ndef f(x):\n    return torch.where(x.sum() > 0, x + 1, x - 1)\n"),

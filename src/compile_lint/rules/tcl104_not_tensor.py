@@ -31,8 +31,7 @@ class NotTensor(Rule):
     )
     example = "@torch.compile\ndef step(x, done):\n    active = not done.all()\n    return x * active\n"
     fixed_example = (
-        "@torch.compile\ndef step(x, done):\n    active = torch.logical_not(done.all())\n"
-        "    return x * active\n"
+        "@torch.compile\ndef step(x, done):\n    active = torch.logical_not(done.all())\n    return x * active\n"
     )
     invalid = (
         Example("@torch.compile\ndef f(x):\n    z = not (x.sum() > 0)\n    return x, z\n"),

@@ -27,13 +27,8 @@ class TensorToList(Rule):
         "GB0033 (data dependent operator) for integer tensors. `capture_scalar_outputs=True` removes "
         "the break only for integer tensors, so the rule reports `.tolist()` either way."
     )
-    example = (
-        "@torch.compile\ndef f(x, weights):\n    for w in weights.tolist():\n        x = x * w\n"
-        "    return x\n"
-    )
-    fixed_example = (
-        "@torch.compile\ndef f(x, weights):\n    for w in weights:\n        x = x * w\n    return x\n"
-    )
+    example = "@torch.compile\ndef f(x, weights):\n    for w in weights.tolist():\n        x = x * w\n    return x\n"
+    fixed_example = "@torch.compile\ndef f(x, weights):\n    for w in weights:\n        x = x * w\n    return x\n"
     invalid = (
         Example("@torch.compile\ndef f(x):\n    values = x.tolist()\n    return x\n"),
         Example("class M(nn.Module):\n    def forward(self, x):\n        return len(x.argmax(1).tolist())\n"),

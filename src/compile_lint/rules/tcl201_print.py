@@ -30,7 +30,9 @@ class PrintCall(Rule):
         Example("class M(nn.Module):\n    def forward(self, x):\n        print(x)\n        return x\n"),
     )
     valid = (
-        Example("@torch.compile\ndef f(x):\n    if not torch.compiler.is_compiling():\n        print(x)\n    return x\n"),
+        Example(
+            "@torch.compile\ndef f(x):\n    if not torch.compiler.is_compiling():\n        print(x)\n    return x\n"
+        ),
         Example("def main(x):\n    print(x)\n"),
     )
 

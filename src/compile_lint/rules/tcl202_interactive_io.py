@@ -26,7 +26,7 @@ FIXES = {
 def io_builtin(node: cst.Call, ctx: RuleContext) -> str | None:
     """`input`/`open`/`breakpoint` when `node` calls that builtin (not a same-named import or local)."""
     func = node.func
-    if isinstance(func, cst.Name) and (func.value in ctx.imports.aliases or func.value in ctx.facts.names):
+    if isinstance(func, cst.Name) and (func.value in ctx.imports.aliases or func.value in ctx.facts.env):
         return None  # e.g. `from gzip import open`, or a parameter named `open`
     name = ctx.resolve(func)
     return BUILTINS.get(name) if name else None

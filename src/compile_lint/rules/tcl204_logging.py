@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from compile_lint.analysis.names import dotted
+from compile_lint.analysis.values import External
 from compile_lint.analysis.walker import RuleContext
 from compile_lint.rules.base import Example, Rule
 
@@ -14,6 +15,7 @@ EMITTERS = frozenset({"debug", "info", "warning", "warn", "error", "exception", 
 LOGGER_METHODS = EMITTERS | {"isEnabledFor", "warning_once", "info_once"}
 CONVENTIONAL_NAMES = frozenset({"logger", "log", "_logger", "LOGGER", "_log"})
 LOGGER_FACTORIES = frozenset({"getLogger", "get_logger"})  # logging.getLogger, transformers' logging.get_logger
+LOGGER = External("logging.Logger")  # what `logging.getLogger(...)` returns, in the analysis' values
 GB_LOGGER = "GB0291"  # logging.Logger method not supported for non-export cases
 GB_ROOT = "GB4841"  # Unsupported python_type() call, inside logging's module-level functions
 GB_CHAINED = "GB6215"  # Unresolved GetAttrVariable comparison, for `getLogger(...).info(...)`
@@ -24,26 +26,6 @@ def _creates_logger(value: cst.BaseExpression | None) -> bool:
         return False
     name = dotted(value.func)
     return name is not None and name.rsplit(".", 1)[-1] in LOGGER_FACTORIES
-
-
-def _bound_names(targets: list[cst.BaseExpression]) -> set[str]:
-    """`logger` and `self.logger` as written."""
-    names = (dotted(target) for target in targets)
-    return {name for name in names if name and (name.count(".") == 0 or name.startswith("self."))}
-
-
-def _module_level_loggers(module: cst.Module) -> set[str]:
-    """Names bound to a logger by top-level statements, so a use above the binding is still seen."""
-    found: set[str] = set()
-    for statement in module.body:
-        if not isinstance(statement, cst.SimpleStatementLine):
-            continue
-        for small in statement.body:
-            if isinstance(small, cst.Assign) and _creates_logger(small.value):
-                found |= _bound_names([t.target for t in small.targets])
-            elif isinstance(small, cst.AnnAssign) and _creates_logger(small.value):
-                found |= _bound_names([small.target])
-    return found
 
 
 class LoggingCall(Rule):
@@ -109,16 +91,6 @@ class LoggingCall(Rule):
         Example("@torch.compile\ndef f(x):\n    log = x.softmax(-1)\n    return log.log()\n"),
     )
 
-    def __init__(self) -> None:
-        self._loggers: set[str] = set()  # of the file being walked (the walker visits the Module first)
-
-    def visit_Module(self, node: cst.Module, ctx: RuleContext) -> None:
-        self._loggers = _module_level_loggers(node)
-
-    def visit_Assign(self, node: cst.Assign, ctx: RuleContext) -> None:
-        if _creates_logger(node.value):
-            self._loggers |= _bound_names([t.target for t in node.targets])
-
     def visit_Call(self, node: cst.Call, ctx: RuleContext) -> None:
         func = node.func
         if not isinstance(func, cst.Attribute) or func.attr.value not in LOGGER_METHODS:
@@ -139,7 +111,7 @@ class LoggingCall(Rule):
         name = dotted(receiver)
         if name is None:
             return False
-        if name in self._loggers:
+        if LOGGER in ctx.facts.value(receiver):
             return True
         if isinstance(receiver, cst.Name):
             return name in CONVENTIONAL_NAMES and name not in ctx.imports.aliases

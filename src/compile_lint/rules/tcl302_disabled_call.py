@@ -2,24 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import TYPE_CHECKING
+import libcst as cst
 
-from compile_lint.analysis.summary import CallEdge, FunctionSummary
-from compile_lint.finding import Finding
+from compile_lint.analysis.index import FunctionInfo
+from compile_lint.analysis.walker import RuleContext
 from compile_lint.rules.base import Example, Rule
-
-if TYPE_CHECKING:
-    from compile_lint.project import ProjectContext
 
 SKIP_CALLING = "GB0098"  # Skip calling `torch.compiler.disable()`d function
 SKIP_INLINING = "GB0099"  # Skip inlining `torch.compiler.disable()`d function
 
 
-def predicted_code(edge: CallEdge, callee: FunctionSummary) -> str:
+def predicted_code(node: cst.Call, callee: FunctionInfo) -> str:
     """Measured with torch 2.13: a disabled method called as `self.m(x)` logs GB0099 even with the
     default recursive=True; a plain function logs GB0098, or GB0099 with recursive=False."""
-    if edge.kind == "self" or callee.disabled == "non-recursive":
+    func = node.func
+    through_self = isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"
+    if through_self or callee.disabled == "non-recursive":
         return SKIP_INLINING
     return SKIP_CALLING
 
@@ -69,31 +67,25 @@ class DisabledCall(Rule):
                 "    if not torch.compiler.is_compiling():\n        helper(x)\n    return x\n"),
     )  # fmt: skip
 
-    def check_project(self, project: ProjectContext) -> Iterator[Finding]:
-        for caller, reach in project.reached.items():
-            for edge in project.functions[caller].calls:
-                target = project.resolve(caller, edge)
-                callee = project.functions[target] if target else None
-                if callee is None or callee.disabled is None:
-                    continue
-                recursive = "" if callee.disabled == "recursive" else "(recursive=False)"
-                where = f" ({reach.describe()})" if reach.via else ""
-                shown = f"`{edge.text}()`" if edge.text == callee.qualname else f"`{edge.text}()` (`{callee.qualname}`)"
-                line, col, end_line, end_col = edge.span
-                yield Finding(
-                    path=caller[0],
-                    line=line,
-                    col=col,
-                    end_line=end_line,
-                    end_col=end_col,
-                    code=self.code,
-                    message=f"{shown} is decorated `@torch.compiler.disable{recursive}`: Dynamo ends the graph "
-                    f"at this call and runs it eagerly{where}",
-                    gb_codes=[predicted_code(edge, callee)],
-                    severity=self.severity,
-                    fix=self.fix,
-                    function=caller[1],
-                )
+    def visit_Call(self, node: cst.Call, ctx: RuleContext) -> None:
+        for target in ctx.call_targets(node):
+            if target.how == "callback":
+                continue  # handed to a library (`inspect.signature(fn)`), not called here
+            callee = ctx.program.function(target.key) if ctx.program else None
+            if callee is None or callee.disabled is None:
+                continue
+            recursive = "" if callee.disabled == "recursive" else "(recursive=False)"
+            shown = f"`{target.text}()`"
+            if target.text != callee.qualname:
+                shown += f" (`{callee.qualname}`)"
+            ctx.report(
+                self,
+                node,
+                f"{shown} is decorated `@torch.compiler.disable{recursive}`: Dynamo ends the graph "
+                "at this call and runs it eagerly",
+                gb_codes=(predicted_code(node, callee),),
+            )
+            return
 
 
 RULE = DisabledCall()

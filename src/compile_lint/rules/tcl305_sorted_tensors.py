@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import libcst as cst
 
-from compile_lint.analysis.tensors import Kind, TensorFacts, dotted_code, torch_call_kind
+from compile_lint.analysis.tensors import Kind, dotted_code, torch_call_kind
+from compile_lint.analysis.values import TENSOR_VALUE, Seq
 from compile_lint.analysis.walker import RuleContext
 from compile_lint.rules.base import Example, Rule
 
 NON_CONSTANT_SORT = "GB0207"  # sort with non-constant keys
 BUILTIN_ON_TENSOR = "GB0059"  # Failed to trace builtin operator: sorted() iterating a tensor itself
-# Tensor methods and torch functions that return a tuple of tensors.
-SPLITTERS = frozenset({"unbind", "split", "chunk", "tensor_split", "hsplit", "vsplit", "dsplit", "split_with_sizes"})
-SEQUENCE_BUILTINS = frozenset({"list", "tuple"})
 
 
 def stackable(sequence: cst.BaseExpression) -> str:
@@ -66,55 +64,16 @@ class SortedTensors(Rule):
         Example("@torch.compile\ndef f(x):\n    values, indices = x.sort()\n    return values\n"),
     )  # fmt: skip
 
-    def _names(self, ctx: RuleContext) -> set[str]:
-        return ctx.names(self, "tensor-sequences")
-
-    def visit_Assign(self, node: cst.Assign, ctx: RuleContext) -> None:
-        if len(node.targets) != 1 or not isinstance(node.targets[0].target, cst.Name):
-            return
-        name = node.targets[0].target.value
-        if self.tensor_sequence(node.value, ctx):
-            self._names(ctx).add(name)
-        else:
-            self._names(ctx).discard(name)
-
     def tensor_sequence(self, node: cst.BaseExpression, ctx: RuleContext) -> bool:
-        """Is `node` a list/tuple whose elements are tensors?"""
-        if isinstance(node, cst.Name):
-            return node.value in self._names(ctx)
-        if isinstance(node, (cst.List, cst.Tuple)):
-            return any(isinstance(e, cst.Element) and ctx.facts.is_tensor(e.value) for e in node.elements)
-        if isinstance(node, (cst.ListComp, cst.GeneratorExp)):
-            return self._comprehension_facts(node, ctx).is_tensor(node.elt)
-        if isinstance(node, cst.Call):
-            func = node.func
-            if isinstance(func, cst.Attribute) and func.attr.value in SPLITTERS:
-                return ctx.facts.is_tensor(func.value) or (ctx.resolve(func) or "").startswith("torch.")
-            if isinstance(func, cst.Name) and func.value in SEQUENCE_BUILTINS and len(node.args) == 1:
-                inner = node.args[0].value
-                return ctx.facts.is_tensor(inner) or self.tensor_sequence(inner, ctx)
-        return False
-
-    def _comprehension_facts(self, node: cst.ListComp | cst.GeneratorExp, ctx: RuleContext) -> TensorFacts:
-        """The function's facts plus the comprehension's loop variables (not yet bound while we visit)."""
-        facts = TensorFacts(ctx.imports, ctx.facts.methods)
-        facts.names.update(ctx.facts.names)
-        loop: cst.CompFor | None = node.for_in
-        while loop is not None:
-            over_tensors = facts.is_tensor(loop.iter) or self.tensor_sequence(loop.iter, ctx)
-            facts.bind(loop.target, Kind.TENSOR if over_tensors else Kind.UNKNOWN)
-            loop = loop.inner_for_in
-        return facts
+        """Is `node` a list/tuple (or comprehension, split, ...) whose elements are tensors?"""
+        return any(isinstance(atom, Seq) and atom.item.is_tensor_like for atom in ctx.facts.value(node))
 
     def _key_is_tensor(self, key: cst.BaseExpression, ctx: RuleContext) -> bool:
         if isinstance(key, cst.Lambda):
             params = key.params.params
             if len(params) != 1:
                 return False
-            facts = TensorFacts(ctx.imports, ctx.facts.methods)
-            facts.names.update(ctx.facts.names)
-            facts.names[params[0].name.value] = Kind.TENSOR
-            return facts.is_tensor(key.body)
+            return ctx.facts.with_names({params[0].name.value: TENSOR_VALUE}).is_tensor(key.body)
         full = ctx.resolve(key)
         return full is not None and full.startswith("torch.") and torch_call_kind(full) is Kind.TENSOR
 
@@ -168,7 +127,7 @@ class SortedTensors(Rule):
             isinstance(func, cst.Attribute)
             and func.attr.value == "sort"
             and isinstance(func.value, cst.Name)
-            and func.value.value in self._names(ctx)
+            and self.tensor_sequence(func.value, ctx)
         ):
             self._check(node, func.value, ctx)
 

@@ -17,8 +17,7 @@ INDICES_FIX = (
 FIXES = {
     "nonzero": INDICES_FIX,
     "argwhere": INDICES_FIX,
-    "unique": "No fixed-size variant exists: compute it before the compiled region and pass it in, "
-    + CAPTURE_HINT,
+    "unique": "No fixed-size variant exists: compute it before the compiled region and pass it in, " + CAPTURE_HINT,
     "unique_consecutive": "Compute it before the compiled region and pass it in, " + CAPTURE_HINT,
     "masked_select": "Keep the shape: `torch.where({mask}, {x}, 0)` and reduce over it; " + CAPTURE_HINT,
     "repeat_interleave": "Pass `output_size=<total length>` when the sum of the repeats is known (no break); "
@@ -55,9 +54,7 @@ class DynamicShapeOp(Rule):
         "it traces, so by default it ends the graph at the op: GB0036 (dynamic shape operator). "
         f"With `{CAPTURE_DYNAMIC}=True` Dynamo traces the size as a symbol and there is no break."
     )
-    example = (
-        "@torch.compile\ndef positives(x):\n    idx = torch.nonzero(x > 0)\n    return x.flatten()[idx]\n"
-    )
+    example = "@torch.compile\ndef positives(x):\n    idx = torch.nonzero(x > 0)\n    return x.flatten()[idx]\n"
     fixed_example = "@torch.compile\ndef positives(x):\n    return torch.where(x > 0, x, 0)\n"
     invalid = (
         Example("@torch.compile\ndef f(x):\n    return torch.nonzero(x, as_tuple=True)\n"),
@@ -69,10 +66,7 @@ class DynamicShapeOp(Rule):
     )
     valid = (
         Example("@torch.compile\ndef f(x):\n    return torch.repeat_interleave(x, 2, dim=0)\n"),
-        Example(
-            "@torch.compile\ndef f(x, reps):\n"
-            "    return torch.repeat_interleave(x, reps, dim=0, output_size=8)\n"
-        ),
+        Example("@torch.compile\ndef f(x, reps):\n    return torch.repeat_interleave(x, reps, dim=0, output_size=8)\n"),
         Example("@torch.compile\ndef f(x):\n    return torch.nonzero_static(x, size=4)\n"),
         Example("@torch.compile\ndef f(x):\n    return torch.where(x > 0, x, 0)\n"),
         Example("@torch.compile\ndef f(x):\n    return torch.nonzero(x)\n", flags=(CAPTURE_DYNAMIC,)),
@@ -100,8 +94,7 @@ class DynamicShapeOp(Rule):
             ctx.report(
                 self,
                 node,
-                f"`{short_code(func)}(...)` returns a tensor whose size depends on the data and breaks "
-                "the graph",
+                f"`{short_code(func)}(...)` returns a tensor whose size depends on the data and breaks the graph",
                 fix=FIXES[op].format(
                     x=short_code(tensor) if tensor else "x", mask=short_code(operand) if operand else "mask"
                 ),

@@ -5,56 +5,33 @@ from __future__ import annotations
 import libcst as cst
 
 from compile_lint.analysis.names import dotted
+from compile_lint.analysis.values import INT
 from compile_lint.analysis.walker import RuleContext, iter_nodes
 from compile_lint.rules.base import Example, Rule
 
 
-def _int_literal(value: cst.BaseExpression | None) -> bool:
-    if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus):
-        value = value.expression
-    return isinstance(value, cst.Integer)
-
-
 def _self_attr(target: cst.BaseExpression) -> str | None:
-    """`count` for `self.count`."""
     name = dotted(target)
     return name[5:] if name and name.startswith("self.") and name.count(".") == 1 else None
 
 
-def _int_targets(statement: cst.CSTNode) -> list[cst.BaseExpression]:
-    """The targets of `statement` if it assigns an int literal, else none."""
-    if isinstance(statement, cst.Assign) and _int_literal(statement.value):
-        return [t.target for t in statement.targets]
-    if isinstance(statement, cst.AnnAssign) and _int_literal(statement.value):
-        return [statement.target]
-    return []
-
-
-def _int_attributes(node: cst.ClassDef) -> set[str]:
-    """Attributes given an int literal at class level (`count = 0`) or in `__init__` (`self.count = 0`)."""
-    found: set[str] = set()
-    for statement in node.body.body:
-        if isinstance(statement, cst.SimpleStatementLine):
-            for small in statement.body:
-                found |= {t.value for t in _int_targets(small) if isinstance(t, cst.Name)}
-        elif isinstance(statement, cst.FunctionDef) and statement.name.value == "__init__":
-            for assignment in iter_nodes(statement.body):
-                found |= {attr for attr in map(_self_attr, _int_targets(assignment)) if attr}
-    return found
-
-
-def _looks_like_module(node: cst.ClassDef, ctx: RuleContext) -> bool:
-    """Derives from `torch.nn.*` or defines `forward`. Plain objects are different: measured, an int
-    attribute of a plain object recompiles once and then becomes dynamic."""
-    bases = (ctx.resolve(arg.value) or "" for arg in node.bases if arg.keyword is None)
-    if any(base.startswith("torch.nn.") for base in bases):
-        return True
-    return any(isinstance(s, cst.FunctionDef) and s.name.value == "forward" for s in node.body.body)
+def _holds_int(ctx: RuleContext, attr: str) -> bool:
+    """Is `self.<attr>` an int attribute of an nn.Module: every value the class assigns it is an int?"""
+    function, program = ctx.function, ctx.program
+    if function is None or function.class_key is None or program is None:
+        return False
+    if not program.is_module_class(function.class_key):
+        return False
+    value = program.attribute(function.class_key, attr)
+    return value is not None and value.only((INT,))
 
 
 def _reads(value: cst.BaseExpression, attr: str) -> bool:
     return any(
-        isinstance(n, cst.Attribute) and isinstance(n.value, cst.Name) and n.value.value == "self" and n.attr.value == attr
+        isinstance(n, cst.Attribute)
+        and isinstance(n.value, cst.Name)
+        and n.value.value == "self"
+        and n.attr.value == attr
         for n in iter_nodes(value)
     )
 
@@ -123,16 +100,6 @@ class ModuleIntCounter(Rule):
         ),
     )
 
-    def __init__(self) -> None:
-        self._int_attrs: dict[str, set[str]] = {}  # module-like classes of the file being walked
-
-    def visit_Module(self, node: cst.Module, ctx: RuleContext) -> None:
-        self._int_attrs = {}
-
-    def visit_ClassDef(self, node: cst.ClassDef, ctx: RuleContext) -> None:
-        if _looks_like_module(node, ctx):
-            self._int_attrs[node.name.value] = _int_attributes(node)
-
     def visit_AugAssign(self, node: cst.AugAssign, ctx: RuleContext) -> None:
         self._check(node, node.target, ctx)
 
@@ -148,10 +115,7 @@ class ModuleIntCounter(Rule):
         value: cst.BaseExpression | None = None,
     ) -> None:
         attr = _self_attr(target)
-        function = ctx.function
-        if attr is None or function is None or function.class_name is None:
-            return
-        if attr not in self._int_attrs.get(function.class_name.rsplit(".", 1)[-1], set()):
+        if attr is None or not _holds_int(ctx, attr):
             return
         if value is not None and not _reads(value, attr):
             return  # `self.count = 5`: the same value every call, one guard

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from compile_lint.analysis.summary import FunctionSummary
-from compile_lint.analysis.tensors import Kind, dotted_code
+from compile_lint.analysis.tensors import dotted_code, param_names
+from compile_lint.analysis.values import BOTTOM, STR
 from compile_lint.analysis.walker import RuleContext, iter_nodes
 from compile_lint.rules.base import Example, Rule
 
@@ -112,31 +112,13 @@ class StrArgumentBranch(Rule):
         Example("def eager(x, mode: str):\n    if mode == 'train':\n        return x + 1\n    return x\n"),
     )
 
-    def __init__(self) -> None:
-        self._owner: FunctionSummary | None = None  # the top-level function being walked
-        self._params: set[str] = set()
-        self._str_params: set[str] = set()  # annotated `str` or with a string default
-        self._flagged: set[str] = set()  # parameters already reported: one finding each
-
-    def visit_Module(self, node: cst.Module, ctx: RuleContext) -> None:
-        self._owner = None
-
-    def visit_FunctionDef(self, node: cst.FunctionDef, ctx: RuleContext) -> None:
-        if ctx.function is not self._owner:
-            self._owner, self._params, self._str_params, self._flagged = ctx.function, set(), set(), set()
-        params = node.params
-        for param in (*params.posonly_params, *params.params, *params.kwonly_params):
-            self._params.add(param.name.value)
-            if ctx.facts.names.get(param.name.value) is Kind.STR:
-                self._str_params.add(param.name.value)
-
-    def _is_entry_point(self, function: FunctionSummary, ctx: RuleContext) -> bool:
-        """Called with the caller's arguments by torch.compile: `forward`, `@torch.compile`, or a
-        function passed to `torch.compile(...)` in this file. A helper reached from one usually gets
-        a constant string from its caller, which is one guard and no recompile."""
-        if ctx.in_forward or function.compiled:
-            return True
-        return function.name in ctx.compiled_names
+    def _params(self, ctx: RuleContext) -> tuple[set[str], set[str]]:
+        """(parameters, those that hold a str: annotated `str` or with a string default) of a region entry."""
+        if ctx.function is None or not ctx.is_entry or ctx.reach is None:
+            return set(), set()
+        names = {p.name.value for p in param_names(ctx.function.node.params)}
+        strings = {name for name in names if ctx.reach.params.get(name, BOTTOM).only((STR,))}
+        return names, strings
 
     def visit_If(self, node: cst.If, ctx: RuleContext) -> None:
         self._check(node.test, "if", ctx)
@@ -151,15 +133,14 @@ class StrArgumentBranch(Rule):
         self._check(node.subject, "match", ctx)
 
     def _check(self, test: cst.BaseExpression, keyword: str, ctx: RuleContext) -> None:
-        function = ctx.function
-        if function is None or function is not self._owner or not self._is_entry_point(function, ctx):
-            return
+        params, strings = self._params(ctx)
+        flagged = ctx.names(self, "flagged")
         for name in _mentioned_names(test):
-            if name in self._flagged:
+            if name in flagged or name not in params:
                 continue
-            declared = name in self._str_params and ctx.facts.names.get(name) is Kind.STR
-            if declared or (name in self._params and _compared_with_string(test, name)):
-                self._flagged.add(name)
+            declared = name in strings and ctx.facts.name_value(name).only((STR,))
+            if declared or _compared_with_string(test, name):
+                flagged.add(name)
                 text = dotted_code(test)
                 shown = text if len(text) <= MAX_TEST else text[: MAX_TEST - 3] + "..."
                 ctx.report(

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from compile_lint.analysis.tensors import Kind, dotted_code, receiver_code, short_code
+from compile_lint.analysis.tensors import dotted_code, receiver_code, short_code
+from compile_lint.analysis.values import MASK, TENSOR
 from compile_lint.analysis.walker import RuleContext
 from compile_lint.rules.base import Example, Rule
 
@@ -26,14 +27,15 @@ def _argument_code(arg: cst.Arg) -> str:
     return dotted_code(arg.with_changes(comma=cst.MaybeSentinel.DEFAULT)).strip()  # type: ignore[arg-type]
 
 
+TORCH_TENSORS = (TENSOR, MASK)
+
+
 class NumpyOnTensor(Rule):
     code = "TCL601"
     name = "numpy-on-tensor"
     summary = "A numpy function called on a tensor returns something else once compiled"
     gb_codes = ()
-    fix = (
-        "Call the torch op on the tensor (`t.sum()`, `torch.sin(t)`), or convert first: `np.sum(t.numpy())`."
-    )
+    fix = "Call the torch op on the tensor (`t.sum()`, `torch.sin(t)`), or convert first: `np.sum(t.numpy())`."
     what = (
         "Flags calls of numpy functions (`np.sum(t)`, `np.sin(t)`, `np.argmax(t)`, ...) whose first "
         "argument is a tensor, inside compiled regions. A bare un-annotated parameter is not enough "
@@ -48,16 +50,15 @@ class NumpyOnTensor(Rule):
         "TypeError. Code that works compiled can fail or change type when compilation is turned off "
         "(or falls back to eager after a break), and the other way round."
     )
-    example = "import numpy as np\n\n@torch.compile\ndef f(x: torch.Tensor):\n    total = np.sum(x)\n    return x / total\n"
+    example = (
+        "import numpy as np\n\n@torch.compile\ndef f(x: torch.Tensor):\n    total = np.sum(x)\n    return x / total\n"
+    )
     fixed_example = (
         "import numpy as np\n\n@torch.compile\ndef f(x: torch.Tensor):\n    total = x.sum()\n    return x / total\n"
     )
     invalid = (
         Example("import numpy as np\n\n@torch.compile\ndef f(x: torch.Tensor):\n    return np.sum(x)\n"),
-        Example(
-            "import numpy\n\nclass M(nn.Module):\n    def forward(self, x):\n"
-            "        return numpy.sin(x.cos())\n"
-        ),
+        Example("import numpy\n\nclass M(nn.Module):\n    def forward(self, x):\n        return numpy.sin(x.cos())\n"),
     )
     valid = (
         Example("import numpy as np\n\n@torch.compile\ndef f(x):\n    return np.sin(x.numpy())\n"),
@@ -76,8 +77,8 @@ class NumpyOnTensor(Rule):
             return
         function = full.rsplit(".", 1)[-1]
         argument = node.args[0].value
-        if function in SAME_RESULT or ctx.facts.kind(argument) is not Kind.TENSOR or not ctx.facts.has_evidence(argument):
-            return
+        if function in SAME_RESULT or not ctx.facts.value(argument).any_of(TORCH_TENSORS):
+            return  # a numpy array (`np.sin(t.numpy())`) or a bare parameter
         shown, call, receiver = short_code(argument), short_code(node.func), receiver_code(argument)
         rest = ", ".join(_argument_code(arg) for arg in node.args[1:])
         more = f", {rest}" if rest else ""

@@ -10,7 +10,7 @@ from compile_lint.rules.base import Example, Rule
 FLAG = "torch._dynamo.config.suppress_errors"
 # torch/_dynamo/config.py reads it as `bool(os.environ.get(...))`: any non-empty value, even "0", turns it on.
 ENV_VAR = "TORCHDYNAMO_SUPPRESS_ERRORS"
-ENV_MESSAGE = f"`{ENV_VAR}` turns on suppress_errors whatever its value (even \"0\"), hiding real compile failures"
+ENV_MESSAGE = f'`{ENV_VAR}` turns on suppress_errors whatever its value (even "0"), hiding real compile failures'
 ENV_FIX = f"Delete the line and leave `{ENV_VAR}` unset: setting it to 0 does not turn suppression off."
 
 
@@ -33,6 +33,7 @@ class SuppressErrors(Rule):
     )
     severity = "error"
     scope = "module"
+    triggers = ("suppress_errors", "SUPPRESS_ERRORS")
     what = (
         "Flags `torch._dynamo.config.suppress_errors = True`, "
         "`torch._dynamo.config.patch(suppress_errors=True)` and setting the `TORCHDYNAMO_SUPPRESS_ERRORS` "

@@ -1,0 +1,623 @@
+"""The flow-sensitive walk over one function's statements, as Dynamo would trace them.
+
+Branches are walked with their own copy of the names and joined after; `x is None` narrows;
+guards that are constant under Dynamo (`is_compiling()`, `torch.jit.is_scripting()`, ...) leave
+only the branch it traces; code after a `return` is not walked. Each line carries its path
+condition (training, loss, optional input, config). A visitor sees every node in evaluation
+order with the facts in force there (this is how rules run), and the calls into the user's own
+functions are collected for reachability.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from compile_lint.analysis.annotations import annotation_value
+from compile_lint.analysis.index import FileIndex, FunctionInfo
+from compile_lint.analysis.names import dotted
+from compile_lint.analysis.nodes import children
+from compile_lint.analysis.tensors import CallTarget, TensorFacts, combine, param_names
+from compile_lint.analysis.values import (
+    NONE,
+    NONE_VALUE,
+    OBJECT_VALUE,
+    TENSOR_LIKE,
+    TENSOR_VALUE,
+    UNKNOWN_VALUE,
+    Cond,
+    Function,
+    Seq,
+    Value,
+    join_all,
+)
+
+if TYPE_CHECKING:
+    from compile_lint.analysis.program import Program
+
+NodeVisitor = Callable[[cst.CSTNode, TensorFacts, int], None]  # node, facts in force, path condition
+Env = dict[str, Value]
+LOSS_NAMES = re.compile(r"(^|_)(labels?|targets?|loss|start_positions|end_positions)$")
+TRAINING_NAMES = re.compile(
+    r"(^|[._])(training|gradient_checkpointing|use_checkpoint|checkpointing|grad_checkpointing)$"
+)
+REGISTER = frozenset({"register_buffer", "register_parameter"})
+GROWING = frozenset({"append", "extend", "insert", "add"})
+
+
+@dataclass
+class CallSite:
+    node: cst.Call
+    targets: list[CallTarget]
+    cond: int
+
+
+@dataclass
+class _Loop:
+    breaks: list[Env] = field(default_factory=list)
+    continues: list[Env] = field(default_factory=list)
+
+
+class Flow:
+    """One walk of one function body (or module body) with given parameter values."""
+
+    def __init__(
+        self,
+        program: Program,
+        index: FileIndex,
+        function: FunctionInfo | None,
+        params: Env,
+        cond: int = 0,
+        visitor: NodeVisitor | None = None,
+        record_calls: bool = False,
+        nested_only: bool = False,
+    ) -> None:
+        self.program = program
+        self.index = index
+        self.function = function
+        self.facts = TensorFacts(
+            index.imports, program, index.path, function.class_key if function else None, dict(params), cond
+        )
+        self.optional = {name for name, value in params.items() if NONE in value}
+        self.defaults_truthy = _truthy_defaults(function)
+        self.visitor = visitor
+        self.record_calls = record_calls
+        self.nested_depth = 0 if not nested_only else -1  # nested_only: rules only inside nested functions
+        self.returns: list[Value] = []
+        self.calls: list[CallSite] = []
+        self.loops: list[_Loop] = []
+
+    @property
+    def cond(self) -> int:
+        return self.facts.cond
+
+    @cond.setter
+    def cond(self, value: int) -> None:
+        self.facts.cond = value
+
+    @property
+    def env(self) -> Env:
+        return self.facts.env
+
+    @env.setter
+    def env(self, value: Env) -> None:
+        self.facts.env = value
+        self.facts.forget()
+
+    @property
+    def watching(self) -> bool:
+        return (self.visitor is not None or self.record_calls) and self.nested_depth >= 0
+
+    # -- entry points --------------------------------------------------------------------------------
+    def run(self) -> Value:
+        """Walk the function; return what it returns."""
+        assert self.function is not None
+        node = self.function.node
+        if self.watching:
+            self.emit(node)
+        falls = self.block(_body(node.body))
+        if self.function.is_generator() and self.visitor is None:
+            return Value.of(Seq(UNKNOWN_VALUE))
+        returned = join_all(self.returns)
+        return returned.join(NONE_VALUE) if falls else returned
+
+    def run_module(self, body: Sequence[cst.BaseStatement]) -> Env:
+        """Walk a module body (bindings only): its global names' values."""
+        self.block(body)
+        return self.env
+
+    # -- statements ----------------------------------------------------------------------------------
+    def block(self, body: Sequence[cst.BaseStatement]) -> bool:
+        """Walk statements in order; False when control cannot fall through the end."""
+        return all(self.statement(statement) for statement in body)
+
+    def statement(self, node: cst.BaseStatement) -> bool:
+        if isinstance(node, cst.SimpleStatementLine):
+            return all(self.small(small) for small in node.body)
+        handler = _COMPOUND.get(type(node))
+        return handler(self, node) if handler else True
+
+    def small(self, node: cst.BaseSmallStatement) -> bool:
+        self.visit(node)
+        facts = self.facts
+        if isinstance(node, cst.Assign):
+            value = facts.value(node.value)
+            for target in node.targets:
+                facts.bind(target.target, value)
+                self._setattr_hook(target.target)
+        elif isinstance(node, cst.AnnAssign):
+            if node.value is not None:
+                value = facts.value(node.value)
+            else:
+                value = annotation_value(node.annotation.annotation, self.index.imports)
+            facts.bind(node.target, value)
+        elif isinstance(node, cst.AugAssign):
+            operator = _BINARY_OF_AUGMENTED.get(type(node.operator), cst.Add)()
+            facts.bind(node.target, combine(facts.value(node.target), facts.value(node.value), operator))
+        elif isinstance(node, cst.Return):
+            self.returns.append((facts.value(node.value) if node.value else NONE_VALUE).under(self.cond))
+            return False
+        elif isinstance(node, cst.Raise):
+            return False
+        elif isinstance(node, cst.Expr):
+            self._expression_statement(node.value)
+        elif isinstance(node, cst.Assert):
+            self._narrow(node.test, True)
+        elif isinstance(node, cst.Break):
+            if self.loops:
+                self.loops[-1].breaks.append(dict(self.env))
+            return False
+        elif isinstance(node, cst.Continue):
+            if self.loops:
+                self.loops[-1].continues.append(dict(self.env))
+            return False
+        elif isinstance(node, cst.Del):
+            for name in _deleted(node.target):
+                self.env.pop(name, None)
+            self.facts.forget()
+        return True
+
+    def _expression_statement(self, value: cst.BaseExpression) -> None:
+        """Calls kept for their effect: `self.register_buffer("x", t)`, `items.append(t)`."""
+        if not isinstance(value, cst.Call) or not isinstance(value.func, cst.Attribute):
+            if self.visitor is None and not self.record_calls:
+                self.facts.value(value)  # e.g. a walrus
+            return
+        method = value.func.attr.value
+        receiver = value.func.value
+        args = value.args
+        if method in REGISTER and _is_self(receiver) and args and isinstance(args[0].value, cst.SimpleString):
+            name = args[0].value.evaluated_value
+            if isinstance(name, str) and self.facts.self_class is not None:
+                self.program.record_attribute(self.facts.self_class, name, TENSOR_VALUE)
+        elif method in GROWING and args and isinstance(receiver, (cst.Name, cst.Attribute)):
+            current = self.facts.value(receiver)
+            if any(isinstance(atom, Seq) for atom in current):
+                added = self.facts.value(args[-1].value)
+                item = added.items() if method == "extend" else added
+                self.facts.bind(receiver, current.join(Value.of(Seq(item.widen(1)))))
+
+    def _setattr_hook(self, target: cst.BaseExpression) -> None:
+        """`obj.x = v` on a class with its own `__setattr__` runs it."""
+        if not self.record_calls or not isinstance(target, cst.Attribute) or self.nested_depth < 0:
+            return
+        receiver = self.facts.value(target.value)
+        targets = self.program.setattr_targets(receiver)
+        if targets:
+            self.calls.append(CallSite(cst.Call(func=target), targets, self.cond))
+
+    # -- compound statements ---------------------------------------------------------------------------
+    def _if(self, node: cst.If) -> bool:
+        self.emit(node)
+        self.visit(node.test)
+        truth = self.facts.truth(node.test)
+        body_cond, else_cond = self.branch_conds(node.test) if truth is None else (0, 0)
+        entry, cond = self.env, self.cond
+        ends: list[Env] = []
+        if truth is not False:
+            self.env, self.cond = dict(entry), cond | body_cond
+            self._narrow(node.test, True)
+            if self.block(_body(node.body)):
+                ends.append(self.env)
+        if truth is not True:
+            self.env, self.cond = dict(entry), cond | else_cond
+            self._narrow(node.test, False)
+            orelse = node.orelse
+            falls = True
+            if isinstance(orelse, cst.If):
+                falls = self._if(orelse)
+            elif isinstance(orelse, cst.Else):
+                falls = self.block(_body(orelse.body))
+            if falls:
+                ends.append(self.env)
+        self.cond = cond
+        if not ends:
+            self.env = entry
+            return False
+        self.env = _join_envs(ends)
+        return True
+
+    def _loop(self, node: cst.For | cst.While, bind: Callable[[], None]) -> bool:
+        """A loop body, walked once silently to find what it rebinds, then for real from the join."""
+        entry = self.env
+        if self.watching:
+            saved = (self.visitor, self.record_calls, self.returns, self.calls)
+            self.visitor, self.record_calls, self.returns, self.calls = None, False, [], []
+            self.loops.append(_Loop())
+            self.env = dict(entry)
+            bind()
+            falls = self.block(_body(node.body))
+            loop = self.loops.pop()
+            self.visitor, self.record_calls, self.returns, self.calls = saved
+            entry = _join_envs([entry, *([self.env] if falls else []), *loop.continues])
+        self.env = dict(entry)
+        bind()
+        self.loops.append(_Loop())
+        falls = self.block(_body(node.body))
+        loop = self.loops.pop()
+        ends = [entry, *([self.env] if falls else []), *loop.continues]
+        self.env = _join_envs(ends)
+        infinite = isinstance(node, cst.While) and self.facts.truth(node.test) is True
+        if node.orelse is not None and not infinite:
+            ends = [self.env] if self.block(_body(node.orelse.body)) else []
+        elif infinite:
+            ends = []
+        else:
+            ends = [self.env]
+        ends.extend(loop.breaks)
+        if not ends:
+            return False
+        self.env = _join_envs(ends)
+        return True
+
+    def _for(self, node: cst.For) -> bool:
+        self.emit(node)
+        self.visit(node.iter)
+        items = self.facts.value(node.iter).items()
+
+        def bind() -> None:
+            self.facts.bind(node.target, items)
+            self.visit(node.target)
+
+        return self._loop(node, bind)
+
+    def _while(self, node: cst.While) -> bool:
+        self.emit(node)
+        self.visit(node.test)
+        if self.facts.truth(node.test) is False:
+            return self.block(_body(node.orelse.body)) if node.orelse else True
+        return self._loop(node, lambda: self._narrow(node.test, True))
+
+    def _try(self, node: cst.Try | cst.TryStar) -> bool:
+        self.emit(node)
+        entry = self.env
+        self.env = dict(entry)
+        falls = self.block(_body(node.body))
+        after_body = self.env
+        ends: list[Env] = []
+        if falls and node.orelse is not None:
+            falls = self.block(_body(node.orelse.body))
+        if falls:
+            ends.append(self.env)
+        for handler in node.handlers:
+            self.env = _join_envs([entry, after_body])
+            self.emit(handler)
+            if handler.type is not None:
+                self.visit(handler.type)
+            if handler.name is not None:
+                self.facts.bind(handler.name.name, OBJECT_VALUE)
+            if self.block(_body(handler.body)):
+                ends.append(self.env)
+        if node.finalbody is not None:
+            self.env = _join_envs(ends or [entry])
+            if not self.block(_body(node.finalbody.body)):
+                return False
+            return bool(ends)
+        if not ends:
+            return False
+        self.env = _join_envs(ends)
+        return True
+
+    def _with(self, node: cst.With) -> bool:
+        self.emit(node)
+        for item in node.items:
+            self.visit(item.item)
+            if item.asname is not None:
+                self.facts.bind(item.asname.name, self._entered(item.item))
+        return self.block(_body(node.body))
+
+    def _entered(self, manager: cst.BaseExpression) -> Value:
+        value = self.facts.value(manager)
+        return value if value.is_tensor_like else UNKNOWN_VALUE
+
+    def _match(self, node: cst.Match) -> bool:
+        self.emit(node)
+        self.visit(node.subject)
+        entry = self.env
+        ends: list[Env] = []
+        for case in node.cases:
+            self.env = dict(entry)
+            if case.guard is not None:
+                self.visit(case.guard)
+            if self.block(_body(case.body)):
+                ends.append(self.env)
+        ends.append(entry)  # no case may match
+        self.env = _join_envs(ends)
+        return True
+
+    def _nested_function(self, node: cst.FunctionDef) -> bool:
+        """A function defined here: bound to its name, and its body walked now as part of this one
+        (it usually runs here too: closures, `custom_forward`, decorator wrappers)."""
+        key = (self.index.path, self._nested_qualname(node.name.value))
+        info = self.program.function(key)
+        self.emit(node)
+        for decorator in node.decorators:
+            self.visit(decorator.decorator)
+        if self.watching or self.nested_depth < 0:
+            self._walk_nested(node)
+        self.facts.bind(node.name, Value.of(Function(key)) if info else OBJECT_VALUE)
+        return True
+
+    def _walk_nested(self, node: cst.FunctionDef) -> None:
+        saved = (self.env, self.returns, self.loops, self.optional)
+        env = dict(self.env)
+        for param in param_names(node.params):
+            annotation = param.annotation
+            value = annotation_value(annotation.annotation, self.index.imports) if annotation else UNKNOWN_VALUE
+            env[param.name.value] = value
+        for star in (node.params.star_arg, node.params.star_kwarg):
+            if isinstance(star, cst.Param):
+                env[star.name.value] = UNKNOWN_VALUE
+        self.env, self.returns, self.loops = env, [], []
+        self.nested_depth += 1
+        try:
+            self.block(_body(node.body))
+        finally:
+            self.nested_depth -= 1
+            self.env, self.returns, self.loops, self.optional = saved
+
+    def _nested_qualname(self, name: str) -> str:
+        owner = self.function.qualname if self.function else ""
+        return f"{owner}.<locals>.{name}" if owner else name
+
+    def _nested_class(self, node: cst.ClassDef) -> bool:
+        self.emit(node)
+        for base in node.bases:
+            self.visit(base.value)
+        if self.function is None:  # module level: the index already knows the class
+            key = (self.index.path, node.name.value)
+            self.facts.bind(node.name, self.program.class_value(key))
+            return True
+        saved = self.env
+        self.env = dict(saved)
+        self.block(_body(node.body))
+        self.env = saved
+        self.facts.bind(node.name, OBJECT_VALUE)
+        return True
+
+    def _module_function(self, node: cst.FunctionDef) -> bool:
+        if self.function is None:
+            info = self.program.function((self.index.path, node.name.value))
+            self.facts.bind(node.name, Value.of(Function(info.key)) if info else OBJECT_VALUE)
+            return True
+        return self._nested_function(node)
+
+    # -- path conditions and narrowing -------------------------------------------------------------
+    def branch_conds(self, test: cst.BaseExpression) -> tuple[int, int]:
+        """(condition added in the body, condition added in the else branch) of `if test:`."""
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            body, orelse = self.branch_conds(test.expression)
+            return orelse, body
+        if isinstance(test, cst.BooleanOperation):
+            left, right = self.branch_conds(test.left), self.branch_conds(test.right)
+            if isinstance(test.operator, cst.And):
+                return left[0] | right[0], left[1] & right[1]
+            return left[0] & right[0], left[1] | right[1]
+        return self._atomic_conds(test)
+
+    def _atomic_conds(self, test: cst.BaseExpression) -> tuple[int, int]:
+        written = dotted(test)
+        if written is not None and TRAINING_NAMES.search(written):
+            return Cond.TRAINING, 0
+        if isinstance(test, cst.Call) and dotted(test.func) == "torch.is_grad_enabled":
+            return Cond.TRAINING, 0
+        subject, negated = _none_test(test, self)
+        if subject is not None:
+            cond = self._optional_cond(subject)
+            return (0, cond) if negated else (cond, 0)
+        if self.facts.value(test).is_tensor_like:
+            return 0, 0  # data-dependent: a break, not a configuration
+        if written is not None:
+            cond = self._optional_cond(test)
+            if isinstance(test, cst.Name) and test.value in self.defaults_truthy:
+                return 0, cond
+            return cond, 0
+        if isinstance(test, cst.Comparison):
+            return self._optional_cond(test.left) & Cond.CONFIG, 0
+        return 0, 0
+
+    def _optional_cond(self, subject: cst.BaseExpression) -> int:
+        written = dotted(subject) or ""
+        last = written.rsplit(".", 1)[-1]
+        if LOSS_NAMES.search(last) and (written in self.optional or written.startswith("self.")):
+            return Cond.LOSS
+        if isinstance(subject, cst.Name) and subject.value in self.optional:
+            return Cond.OPTIONAL_INPUT
+        if isinstance(subject, cst.Name) and subject.value in self.defaults_truthy | _flag_params(self.function):
+            return Cond.OPTIONAL_INPUT
+        if written.startswith("self.") or "config" in written.split("."):
+            return Cond.CONFIG
+        return 0
+
+    def _narrow(self, test: cst.BaseExpression, truth: bool) -> None:
+        """What `test` being `truth` says about the names in it (None-ness, isinstance)."""
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            self._narrow(test.expression, not truth)
+            return
+        if isinstance(test, cst.BooleanOperation):
+            if isinstance(test.operator, cst.And) == truth:  # `a and b` true / `a or b` false: both
+                self._narrow(test.left, truth)
+                self._narrow(test.right, truth)
+            return
+        subject, negated = _none_test(test, self)
+        if subject is not None:
+            self._narrow_none(subject, is_none=(truth == negated))
+            return
+        if isinstance(test, (cst.Name, cst.Attribute)) and truth:
+            self._narrow_none(test, is_none=False)
+        elif isinstance(test, cst.Call) and dotted(test.func) == "isinstance" and len(test.args) == 2:
+            classes = self.index.imports.resolve(test.args[1].value) or ""
+            if classes in ("torch.Tensor", "torch.nn.Parameter") and isinstance(test.args[0].value, cst.Name):
+                current = self.facts.value(test.args[0].value)
+                narrowed = TENSOR_VALUE if truth else current.without(*TENSOR_LIKE)
+                self.facts.bind(test.args[0].value, narrowed or UNKNOWN_VALUE)
+
+    def _narrow_none(self, subject: cst.BaseExpression, is_none: bool) -> None:
+        if not isinstance(subject, (cst.Name, cst.Attribute)) or dotted(subject) is None:
+            return
+        current = self.facts.value(subject)
+        narrowed = NONE_VALUE if is_none else (current.without(NONE) or UNKNOWN_VALUE)
+        if narrowed == current:
+            return
+        saved = self.cond
+        self.cond = 0  # narrowing is not an assignment under the branch's condition
+        self.facts.bind(subject, narrowed, record=False)
+        self.cond = saved
+
+    # -- nodes ---------------------------------------------------------------------------------------
+    def emit(self, node: cst.CSTNode) -> None:
+        if self.visitor is not None and self.nested_depth >= 0:
+            self.visitor(node, self.facts, self.cond)
+
+    def visit(self, root: cst.CSTNode) -> None:
+        """Show the visitor `root` and the nodes below it in evaluation order, skipping what Dynamo
+        never traces (`a if is_compiling() else b`), and collect calls into user code."""
+        if not self.watching:
+            return
+        facts = self.facts
+        stack = [root]
+        while stack:
+            node = stack.pop()
+            node_type = type(node)
+            if node_type is cst.IfExp:
+                truth = facts.truth(node.test)  # type: ignore[attr-defined]
+                if truth is not None:
+                    stack.append(node.body if truth else node.orelse)  # type: ignore[attr-defined]
+                    continue
+            elif node_type is cst.BooleanOperation:
+                left = facts.truth(node.left)  # type: ignore[attr-defined]
+                if left is not None and left != isinstance(node.operator, cst.And):  # type: ignore[attr-defined]
+                    self.emit(node)
+                    stack.append(node.left)  # type: ignore[attr-defined]
+                    continue
+            elif node_type is cst.CompFor:
+                facts.bind(node.target, facts.value(node.iter).items())  # type: ignore[attr-defined]
+            elif node_type is cst.NamedExpr:
+                facts.value(node)  # type: ignore[arg-type]  # binds the target
+            elif node_type is cst.Lambda:
+                for param in param_names(node.params):  # type: ignore[attr-defined]
+                    facts.env.setdefault(param.name.value, UNKNOWN_VALUE)
+            elif node_type is cst.Call and self.record_calls:
+                targets = self.program.call_targets(facts, node)  # type: ignore[arg-type]
+                if targets:
+                    self.calls.append(CallSite(node, targets, self.cond))  # type: ignore[arg-type]
+            self.emit(node)
+            stack.extend(reversed(children(node)))
+
+
+_COMPOUND: dict[type[cst.CSTNode], Callable[[Flow, cst.BaseStatement], bool]] = {
+    cst.If: Flow._if,  # type: ignore[dict-item]
+    cst.For: Flow._for,  # type: ignore[dict-item]
+    cst.While: Flow._while,  # type: ignore[dict-item]
+    cst.Try: Flow._try,  # type: ignore[dict-item]
+    cst.TryStar: Flow._try,  # type: ignore[dict-item]
+    cst.With: Flow._with,  # type: ignore[dict-item]
+    cst.Match: Flow._match,  # type: ignore[dict-item]
+    cst.FunctionDef: Flow._module_function,  # type: ignore[dict-item]
+    cst.ClassDef: Flow._nested_class,  # type: ignore[dict-item]
+}
+
+
+_BINARY_OF_AUGMENTED: dict[type[cst.BaseAugOp], type[cst.BaseBinaryOp]] = {
+    cst.AddAssign: cst.Add, cst.SubtractAssign: cst.Subtract, cst.MultiplyAssign: cst.Multiply,
+    cst.DivideAssign: cst.Divide, cst.FloorDivideAssign: cst.FloorDivide, cst.ModuloAssign: cst.Modulo,
+    cst.PowerAssign: cst.Power, cst.MatrixMultiplyAssign: cst.MatrixMultiply, cst.BitAndAssign: cst.BitAnd,
+    cst.BitOrAssign: cst.BitOr, cst.BitXorAssign: cst.BitXor, cst.LeftShiftAssign: cst.LeftShift,
+    cst.RightShiftAssign: cst.RightShift,
+}  # fmt: skip
+
+
+def _body(suite: cst.BaseSuite) -> Sequence[cst.BaseStatement]:
+    if isinstance(suite, cst.IndentedBlock):
+        return suite.body
+    return (cst.SimpleStatementLine(body=suite.body),) if isinstance(suite, cst.SimpleStatementSuite) else ()
+
+
+def _join_envs(envs: list[Env]) -> Env:
+    if len(envs) == 1:
+        return envs[0]
+    result = dict(envs[0])
+    for env in envs[1:]:
+        for name, value in env.items():
+            current = result.get(name)
+            result[name] = value if current is None else current.join(value)
+    return result
+
+
+def _none_test(test: cst.BaseExpression, flow: Flow) -> tuple[cst.BaseExpression | None, bool]:
+    """(x, False) for `x is not None` / `exists(x)`, (x, True) for `x is None` / `not exists(x)`."""
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        target = test.comparisons[0]
+        if isinstance(target.comparator, cst.Name) and target.comparator.value == "None":
+            if isinstance(target.operator, (cst.IsNot, cst.NotEqual)):
+                return test.left, False
+            if isinstance(target.operator, (cst.Is, cst.Equal)):
+                return test.left, True
+    if isinstance(test, cst.Call) and len(test.args) == 1 and not test.args[0].keyword:
+        kind = flow.program.none_check(flow.facts.value(test.func))
+        if kind is not None:
+            return test.args[0].value, kind == "is-none"
+    return None, False
+
+
+def _is_self(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Name) and node.value == "self"
+
+
+def _deleted(target: cst.BaseExpression) -> list[str]:
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [name for element in target.elements for name in _deleted(element.value)]
+    written = dotted(target)
+    return [written] if written else []
+
+
+def _truthy_defaults(function: FunctionInfo | None) -> set[str]:
+    """Parameters whose default is truthy (`return_dict=True`): their `if` body is the default path."""
+    if function is None:
+        return set()
+    found = set()
+    for param in param_names(function.node.params):
+        default = param.default
+        true_name = isinstance(default, cst.Name) and default.value == "True"
+        number = isinstance(default, (cst.Integer, cst.Float)) and default.value not in ("0", "0.0")
+        if true_name or number:
+            found.add(param.name.value)
+    return found
+
+
+def _flag_params(function: FunctionInfo | None) -> set[str]:
+    """Parameters with a literal default: `if use_cache:` is a choice of the caller."""
+    if function is None:
+        return set()
+    return {
+        p.name.value
+        for p in param_names(function.node.params)
+        if isinstance(p.default, (cst.Name, cst.Integer, cst.Float, cst.SimpleString))
+        and not (isinstance(p.default, cst.Name) and p.default.value == "None")
+    }

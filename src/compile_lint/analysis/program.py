@@ -1,0 +1,522 @@
+"""All linted files together: names across modules, class hierarchies, attribute values and
+function summaries (the value a call returns, given the values of its arguments).
+
+Everything is computed on demand and memoized, so linting one model never analyses the helpers
+it does not call. Sources the linted code imports from (another module of its package, an
+installed library) are parsed when a name must be resolved there; they are never reported on.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+
+import libcst as cst
+
+from compile_lint.analysis.annotations import annotation_value
+from compile_lint.analysis.flow import Env, Flow
+from compile_lint.analysis.index import ClassInfo, FileIndex, FunctionInfo
+from compile_lint.analysis.names import dotted
+from compile_lint.analysis.packages import installed_source, relative_module, sibling_source
+from compile_lint.analysis.tensors import (
+    CallTarget,
+    TensorFacts,
+    default_param_value,
+    literal_value,
+    param_names,
+)
+from compile_lint.analysis.values import (
+    BOOL_VALUE,
+    FALSE_VALUE,
+    TENSOR_LIKE,
+    TENSOR_VALUE,
+    TRUE_VALUE,
+    UNKNOWN,
+    UNKNOWN_VALUE,
+    ClassKey,
+    ClassObject,
+    External,
+    Function,
+    FunctionKey,
+    Instance,
+    Mapping,
+    Module,
+    Seq,
+    Value,
+    join_all,
+)
+from compile_lint.config import Mode
+
+NN_MODULE = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
+TUPLE_MODULES = frozenset({"LSTM", "GRU", "RNN", "MultiheadAttention", "LSTMCell", "AdaptiveLogSoftmaxWithLoss"})
+KNOWN_BASES = frozenset({"object", "typing.Generic", "typing.NamedTuple", "abc.ABC", "enum.Enum", "dict", "list",
+                         "tuple", "Exception", "typing.Protocol", "torch.autograd.Function"})  # fmt: skip
+MAX_SUMMARY_DEPTH = 12
+SourceLoader = Callable[[str, str], FileIndex | None]  # (path, module name) -> index of a non-linted file
+
+
+class Program:
+    def __init__(self, indexes: list[FileIndex], mode: Mode = "all", load: SourceLoader | None = None) -> None:
+        self.files: dict[str, FileIndex] = {index.path: index for index in indexes}
+        self.linted = frozenset(self.files)
+        self.mode: Mode = mode
+        self._load = load
+        self._by_module: dict[str, str] = {}
+        self._functions: dict[FunctionKey, FunctionInfo] = {}
+        self._classes: dict[ClassKey, ClassInfo] = {}
+        for index in indexes:
+            self._register(index)
+        self._globals: dict[str, Env] = {}
+        self._summaries: dict[tuple[FunctionKey, frozenset[tuple[str, Value]]], Value] = {}
+        self._running: set[tuple[FunctionKey, frozenset[tuple[str, Value]]]] = set()
+        self._depth = 0
+        self._attributes: dict[ClassKey, dict[str, Value]] = {}
+        self._attributes_ready: set[ClassKey] = set()
+        self._module_reasons: dict[ClassKey, str | None] = {}
+        self._none_checks: dict[FunctionKey, str | None] = {}
+        self._missing_modules: set[str] = set()
+
+    def _register(self, index: FileIndex) -> None:
+        self.files[index.path] = index
+        if index.module:
+            self._by_module.setdefault(index.module, index.path)
+        for info in index.functions.values():
+            self._functions[info.key] = info
+        for cls in index.classes.values():
+            self._classes[cls.key] = cls
+
+    # -- lookups -------------------------------------------------------------------------------------
+    def function(self, key: FunctionKey) -> FunctionInfo | None:
+        return self._functions.get(key)
+
+    def class_info(self, key: ClassKey) -> ClassInfo | None:
+        return self._classes.get(key)
+
+    def functions(self) -> Iterator[FunctionInfo]:
+        return iter(list(self._functions.values()))
+
+    def classes(self) -> Iterator[ClassInfo]:
+        return iter(list(self._classes.values()))
+
+    def index_of(self, path: str) -> FileIndex:
+        return self.files[path]
+
+    def is_linted(self, path: str) -> bool:
+        return path in self.linted
+
+    def training_value(self) -> Value:
+        return {"inference": FALSE_VALUE, "training": TRUE_VALUE}.get(self.mode, BOOL_VALUE)
+
+    # -- modules and names ---------------------------------------------------------------------------
+    def file_for_module(self, module: str, importer: str) -> FileIndex | None:
+        """The file of `module` (absolute, or relative like `..utils` to the importing file)."""
+        if module.startswith("."):
+            index = self.files[importer]
+            absolute = relative_module(index.module, importer.endswith("__init__.py"), module)
+            found = self._linted_module(absolute) if absolute else None
+            return found or self._load_source(sibling_source(importer, module), absolute or module)
+        return self._linted_module(module) or self._load_source(installed_source(module), module)
+
+    def _linted_module(self, module: str) -> FileIndex | None:
+        path = self._by_module.get(module)
+        if path is not None:
+            return self.files[path]
+        for name, path in self._by_module.items():  # a module name guessed from a path lacks its package
+            if name.endswith("." + module) or module.endswith("." + name):
+                return self.files[path]
+        return None
+
+    def _load_source(self, path: str | None, module: str) -> FileIndex | None:
+        if path is None or self._load is None or module in self._missing_modules:
+            return None
+        for index in self.files.values():
+            if index.path == path:
+                return index
+        loaded = self._load(path, module)
+        if loaded is None:
+            self._missing_modules.add(module)
+            return None
+        self._register(loaded)
+        return loaded
+
+    def import_value(self, importer: str, full: str) -> Value | None:
+        """The function, class or global an imported dotted name refers to, if it is in readable source."""
+        parts = full.split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            module = ".".join(parts[:cut])
+            if not module.strip("."):
+                continue
+            index = self.file_for_module(module, importer)
+            if index is not None:
+                return self._member(index, parts[cut:])
+        return None
+
+    def _member(self, index: FileIndex, names: list[str]) -> Value | None:
+        value = self.global_value(index.path, names[0])
+        for name in names[1:]:
+            if value is None:
+                return None
+            classes = value.classes()
+            value = self.attribute(classes[0].cls, name) if classes else None
+        return value
+
+    def global_value(self, path: str, name: str) -> Value | None:
+        """A module-level name of `path`: a function, a class, or what the module body assigns."""
+        index = self.files.get(path)
+        if index is None:
+            return None
+        info = index.functions.get(name)
+        if info is not None:
+            return Value.of(Function(info.key))
+        cls = index.classes.get(name)
+        if cls is not None:
+            return self.class_value(cls.key)
+        env = self._globals.get(path)
+        if env is None:
+            env = self._globals[path] = {}  # seen while it is being computed: what is bound so far
+            flow = Flow(self, index, None, {})
+            flow.facts.env = env
+            flow.run_module(index.tree.body)
+        return env.get(name)
+
+    def class_value(self, key: ClassKey) -> Value:
+        return Value.of(ClassObject(key))
+
+    # -- classes -------------------------------------------------------------------------------------
+    def base_values(self, cls: ClassInfo) -> list[tuple[cst.BaseExpression, Value]]:
+        facts = TensorFacts(self.files[cls.path].imports, self, cls.path)
+        return [(base, facts.value(base)) for base in cls.bases]
+
+    def mro(self, key: ClassKey) -> list[ClassKey]:
+        """The class and its user-code ancestors, depth first (close enough to Python's C3 here)."""
+        order: list[ClassKey] = []
+        pending = [key]
+        while pending:
+            current = pending.pop(0)
+            info = self._classes.get(current)
+            if info is None or current in order:
+                continue
+            order.append(current)
+            for _, value in self.base_values(info):
+                pending.extend(atom.cls for atom in value.classes())
+        return order
+
+    def method(self, cls: ClassKey, name: str) -> FunctionKey | None:
+        for key in self.mro(cls):
+            found = self._classes[key].methods.get(name)
+            if found is not None:
+                return found
+        return None
+
+    def module_reason(self, key: ClassKey, seen: frozenset[ClassKey] = frozenset()) -> str | None:
+        """Why the class is an nn.Module (None if it is not), e.g. "derives from torch.nn.Module"."""
+        if key in self._module_reasons:
+            return self._module_reasons[key]
+        info = self._classes.get(key)
+        if info is None or key in seen:
+            return None
+        reason: str | None = None
+        unresolved: list[str] = []
+        for base, value in self.base_values(info):
+            written = dotted(base) or "?"
+            for atom in value:
+                if isinstance(atom, External):
+                    last = atom.name.rsplit(".", 1)[-1]
+                    if atom.name in NN_MODULE or (atom.name.startswith("torch.nn.") and last[:1].isupper()):
+                        reason = f"derives from {atom.name}"
+                    elif not _known_package(atom.name):
+                        unresolved.append(written)
+                elif isinstance(atom, ClassObject):
+                    inherited = self.module_reason(atom.cls, seen | {key})
+                    if inherited is not None:
+                        reason = f"derives from {atom.cls[1]}, which {inherited}"
+                elif atom == UNKNOWN:
+                    unresolved.append(written)
+            if reason is not None:
+                break
+        if reason is None and unresolved and "forward" in info.methods and self.files[info.path].imports_torch:
+            reason = (
+                f"assumed: its base `{unresolved[0]}` could not be read, it defines `forward` "
+                "and its file imports torch"
+            )
+        self._module_reasons[key] = reason
+        return reason
+
+    def is_module_class(self, key: ClassKey) -> bool:
+        return self.module_reason(key) is not None
+
+    def instance_value(self, key: ClassKey) -> Value:
+        return Value.of(Module(key, key[1]) if self.is_module_class(key) else Instance(key))
+
+    # -- attributes ----------------------------------------------------------------------------------
+    def attribute(self, cls: ClassKey, name: str) -> Value | None:
+        """`obj.name` for an instance of `cls`: an attribute some method assigns, a method, a class constant."""
+        for key in self.mro(cls):
+            info = self._classes[key]
+            self._ensure_attributes(key)
+            found = self._attributes.get(key, {}).get(name)
+            if found is not None:
+                return found
+            method = info.methods.get(name)
+            if method is not None:
+                function = self._functions[method]
+                if function.kind == "property":
+                    return self.summary(method, {_self_name(function): self.instance_value(cls)})
+                return Value.of(Function(method, None if function.kind == "staticmethod" else cls))
+            if name in info.body_assignments:
+                value = info.body_assignments[name]
+                return (literal_value(value) if value is not None else None) or UNKNOWN_VALUE
+        return None
+
+    def record_attribute(self, cls: ClassKey, name: str, value: Value) -> None:
+        attributes = self._attributes.setdefault(cls, {})
+        current = attributes.get(name)
+        attributes[name] = (value if current is None else current.join(value)).widen()
+
+    def _ensure_attributes(self, cls: ClassKey) -> None:
+        """Walk (once) every method of the class that assigns `self.<x>`, recording what it assigns."""
+        if cls in self._attributes_ready:
+            return
+        self._attributes_ready.add(cls)
+        info = self._classes[cls]
+        for key in info.methods.values():
+            function = self._functions[key]
+            if function.assigned_attributes:
+                self.summary(key, self.entry_params(function, self.instance_value(cls), entry=False))
+
+    def setattr_targets(self, receiver: Value) -> list[CallTarget]:
+        targets = []
+        for atom in receiver:
+            if isinstance(atom, (Module, Instance)) and atom.cls is not None:
+                method = self.method(atom.cls, "__setattr__")
+                if method is not None:
+                    params = self.bind_params(self._functions[method], [UNKNOWN_VALUE] * 2, {}, False, Value.of(atom))
+                    targets.append(CallTarget(method, params, "__setattr__", "setattr"))
+        return targets
+
+    # -- calls ---------------------------------------------------------------------------------------
+    def entry_params(self, info: FunctionInfo, receiver: Value | None, entry: bool = True) -> Env:
+        """Parameter values when nothing is known of the caller (a region entry, a class's own walk)."""
+        imports = self.files[info.path].imports
+        params: Env = {}
+        ordered = param_names(info.node.params)
+        for position, param in enumerate(ordered):
+            name = param.name.value
+            if position == 0 and receiver is not None and info.kind in ("method", "property", "classmethod"):
+                params[name] = receiver
+                continue
+            annotation = param.annotation
+            annotated = annotation_value(annotation.annotation, imports) if annotation else None
+            params[name] = default_param_value(param, annotated, entry)
+        _bind_stars(info, params)
+        return params
+
+    def bind_params(
+        self,
+        info: FunctionInfo,
+        positional: list[Value],
+        keywords: dict[str, Value],
+        starred: bool,
+        receiver: Value | None,
+    ) -> Env:
+        """Parameter values for a call with these argument values (defaults for the rest)."""
+        imports = self.files[info.path].imports
+        ordered = list(param_names(info.node.params))
+        positional = list(positional)
+        if receiver is not None and info.kind in ("method", "property", "classmethod") and ordered:
+            positional.insert(0, receiver)
+        params: Env = {}
+        for position, param in enumerate(ordered):
+            name = param.name.value
+            if position < len(positional) and param not in info.node.params.kwonly_params:
+                value = positional[position]
+            elif name in keywords:
+                value = keywords[name]
+            elif starred:
+                value = UNKNOWN_VALUE
+            else:
+                value = default_param_value(param, None, entry=False)
+            annotation = param.annotation
+            if annotation is not None and value.only((UNKNOWN,)):
+                value = annotation_value(annotation.annotation, imports)
+            params[name] = value
+        star = info.node.params.star_arg
+        if isinstance(star, cst.Param):
+            params[star.name.value] = Value.of(Seq(join_all(positional[len(ordered) :]) or UNKNOWN_VALUE))
+        kwargs = info.node.params.star_kwarg
+        if kwargs is not None:
+            extra = [v for k, v in keywords.items() if k not in params]
+            params[kwargs.name.value] = Value.of(Mapping(join_all(extra) or UNKNOWN_VALUE))
+        return params
+
+    def call_targets(self, facts: TensorFacts, node: cst.Call) -> list[CallTarget]:
+        """The user functions a call runs, with their parameters' values."""
+        memo = facts.targets_memo.get(id(node))
+        if memo is not None:
+            return memo
+        func = node.func
+        callee = facts.value(func)
+        positional, keywords, starred = facts.arguments(node)
+        text = dotted(func) or "call"
+        targets: list[CallTarget] = []
+        for atom in callee:
+            if isinstance(atom, Function):
+                target = self._function_target(facts, func, atom, positional, keywords, starred, text)
+                if target is not None:
+                    targets.append(target)
+            elif isinstance(atom, ClassObject):
+                init = self.method(atom.cls, "__init__")
+                if init is not None:
+                    params = self.bind_params(
+                        self._functions[init], positional, keywords, starred, self.instance_value(atom.cls)
+                    )
+                    targets.append(CallTarget(init, params, "constructor", text))
+            elif isinstance(atom, (Module, Instance)) and atom.cls is not None:
+                method = self.method(atom.cls, "forward" if isinstance(atom, Module) else "__call__")
+                if method is not None:
+                    params = self.bind_params(self._functions[method], positional, keywords, starred, Value.of(atom))
+                    how = "forward" if isinstance(atom, Module) else "__call__"
+                    targets.append(CallTarget(method, params, how, text))
+        if not targets:
+            targets = self._callbacks(facts, node, positional, keywords, text)
+        facts.targets_memo[id(node)] = targets
+        return targets
+
+    def _function_target(
+        self,
+        facts: TensorFacts,
+        func: cst.BaseExpression,
+        atom: Function,
+        positional: list[Value],
+        keywords: dict[str, Value],
+        starred: bool,
+        text: str,
+    ) -> CallTarget | None:
+        info = self._functions.get(atom.key)
+        if info is None:
+            return None
+        receiver = None
+        if atom.bound is not None:
+            receiver = facts.value(func.value) if isinstance(func, cst.Attribute) else self.instance_value(atom.bound)
+        params = self.bind_params(info, positional, keywords, starred, receiver)
+        return CallTarget(atom.key, params, "call", text)
+
+    def _callbacks(
+        self, facts: TensorFacts, node: cst.Call, positional: list[Value], keywords: dict[str, Value], text: str
+    ) -> list[CallTarget]:
+        """Functions handed to a library call (`checkpoint(fn, x)`, `torch.cond(p, f, g, ops)`) run too."""
+        targets = []
+        checkpoint = (facts.imports.resolve(node.func) or "").startswith("torch.utils.checkpoint")
+        for position, value in enumerate([*positional, *keywords.values()]):
+            for atom in value.functions():
+                info = self._functions.get(atom.key)
+                if info is None:
+                    continue
+                arguments = positional[position + 1 :] if checkpoint and position == 0 else []
+                receiver = self.instance_value(atom.bound) if atom.bound is not None else None
+                params = self.bind_params(info, arguments, {}, not checkpoint, receiver)
+                targets.append(CallTarget(atom.key, params, "checkpoint" if checkpoint else "callback", text))
+        return targets
+
+    def call_value(self, facts: TensorFacts, node: cst.Call, func: cst.BaseExpression, callee: Value) -> Value:
+        targets = {target.key: target for target in self.call_targets(facts, node)}
+        parts: list[Value] = []
+        for atom, cond in callee.atoms.items():
+            parts.append(self._call_atom(atom, targets).under(cond))
+        return join_all(parts) or UNKNOWN_VALUE
+
+    def _call_atom(self, atom: object, targets: dict[FunctionKey, CallTarget]) -> Value:
+        if isinstance(atom, Function):
+            target = targets.get(atom.key)
+            return self.summary(atom.key, target.params) if target else UNKNOWN_VALUE
+        if isinstance(atom, ClassObject):
+            return self.instance_value(atom.cls)
+        if isinstance(atom, Module):
+            if atom.cls is not None:
+                method = self.method(atom.cls, "forward")
+                target = targets.get(method) if method else None
+                if target is not None:
+                    return self.summary(target.key, target.params)
+            return Value.of(Seq(TENSOR_VALUE)) if atom.name in TUPLE_MODULES else TENSOR_VALUE
+        if isinstance(atom, Instance):
+            method = self.method(atom.cls, "__call__")
+            target = targets.get(method) if method else None
+            return self.summary(target.key, target.params) if target else UNKNOWN_VALUE
+        return UNKNOWN_VALUE
+
+    def summary(self, key: FunctionKey, params: Env) -> Value:
+        """What the function returns for these parameter values (memoized; recursion gives unknown)."""
+        info = self._functions.get(key)
+        if info is None:
+            return UNKNOWN_VALUE
+        memo_key = (key, frozenset((name, value.widen()) for name, value in params.items()))
+        found = self._summaries.get(memo_key)
+        if found is not None:
+            return found
+        if memo_key in self._running or self._depth >= MAX_SUMMARY_DEPTH:
+            return UNKNOWN_VALUE
+        self._running.add(memo_key)
+        self._depth += 1
+        try:
+            value = Flow(self, self.files[info.path], info, params).run().widen()
+        except RecursionError:
+            value = UNKNOWN_VALUE
+        finally:
+            self._depth -= 1
+            self._running.discard(memo_key)
+        self._summaries[memo_key] = value
+        return value
+
+    def none_check(self, callee: Value) -> str | None:
+        """ "not-none" for a helper like `def exists(v): return v is not None`, "is-none" for its opposite."""
+        functions = callee.functions()
+        if len(functions) != 1:
+            return None
+        key = functions[0].key
+        if key not in self._none_checks:
+            self._none_checks[key] = _none_check_body(self._functions.get(key))
+        return self._none_checks[key]
+
+    def is_tensor_valued(self, value: Value) -> bool:
+        return any(atom in TENSOR_LIKE for atom in value)
+
+
+def _self_name(info: FunctionInfo) -> str:
+    ordered = param_names(info.node.params)
+    return ordered[0].name.value if ordered else "self"
+
+
+def _bind_stars(info: FunctionInfo, params: Env) -> None:
+    star = info.node.params.star_arg
+    if isinstance(star, cst.Param):
+        params[star.name.value] = Value.of(Seq(UNKNOWN_VALUE))
+    if info.node.params.star_kwarg is not None:
+        params[info.node.params.star_kwarg.name.value] = Value.of(Mapping(UNKNOWN_VALUE))
+
+
+def _none_check_body(info: FunctionInfo | None) -> str | None:
+    if info is None:
+        return None
+    params = param_names(info.node.params)
+    body = info.node.body
+    statements = body.body if isinstance(body, cst.IndentedBlock) else ()
+    if len(params) != 1 or len(statements) != 1 or not isinstance(statements[0], cst.SimpleStatementLine):
+        return None
+    small = statements[0].body[0]
+    if not isinstance(small, cst.Return) or not isinstance(small.value, cst.Comparison):
+        return None
+    test = small.value
+    if len(test.comparisons) != 1 or dotted(test.left) != params[0].name.value:
+        return None
+    comparison = test.comparisons[0]
+    if not (isinstance(comparison.comparator, cst.Name) and comparison.comparator.value == "None"):
+        return None
+    if isinstance(comparison.operator, cst.IsNot):
+        return "not-none"
+    return "is-none" if isinstance(comparison.operator, cst.Is) else None
+
+
+def _known_package(name: str) -> bool:
+    """A base from torch, the standard library or builtins: resolved, and not an nn.Module."""
+    top = name.split(".", 1)[0]
+    return name in KNOWN_BASES or top == "torch" or top in sys.stdlib_module_names

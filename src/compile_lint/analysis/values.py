@@ -1,0 +1,286 @@
+"""Abstract values: what an expression may hold when Dynamo traces it, and on which paths.
+
+A `Value` is a small union of atoms (tensor, bool mask, a scalar read out of a tensor, a static
+size, Python literals, None, sequences, modules, functions, ...). Each atom carries the path
+condition under which it is there: `skip = False; if self.training: skip = torch.rand(()) < p`
+leaves `skip` a bool by default and a mask only in training, so a branch on it breaks the graph
+only in training. Joining two values keeps an atom on the paths common to both (bitwise AND).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+
+class Cond(enum.IntFlag):
+    """Why a line might not run by default (inference, default config, no optional inputs)."""
+
+    OPTIONAL_INPUT = 1  # under `arg is not None` for an argument that defaults to None
+    CONFIG = 2  # under a branch on `self.config.X` or a constructor flag
+    LOSS = 4  # under `labels is not None`, or in a loss
+    TRAINING = 8  # under `self.training`, gradient checkpointing, or reached only from such code
+    ALTERNATIVE = 16  # a `forward` that a class decorator replaces with another implementation
+
+
+DEFAULT = Cond(0)
+COND_LABELS = {
+    Cond.ALTERNATIVE: "alternative-implementation",
+    Cond.TRAINING: "training",
+    Cond.LOSS: "loss",
+    Cond.CONFIG: "config",
+    Cond.OPTIONAL_INPUT: "optional-input",
+}  # most telling first: a line under training and config is reported as training
+PATH_CONDITIONS = ("default", *reversed(COND_LABELS.values()))
+
+
+def cond_label(cond: Cond) -> str:
+    return next((label for flag, label in COND_LABELS.items() if cond & flag), "default")
+
+
+# Simple atoms.
+TENSOR = "tensor"
+ASSUMED = "assumed-tensor"  # an un-annotated parameter of a region entry: probably a tensor, no evidence
+MASK = "mask"  # a boolean tensor
+ASSUMED_MASK = "assumed-mask"  # a comparison of assumed tensors: a mask if they are tensors
+DATA = "data"  # a Python scalar read out of a tensor (`.item()`, `int(t)`): data-dependent
+SIZE = "size"  # an int from shapes (`x.shape[0]`, `len(x)`): Dynamo guards on it, never data-dependent
+TRUE = "true"
+FALSE = "false"
+INT = "int"
+FLOAT = "float"
+STR = "str"
+NONE = "none"
+NUMPY = "numpy"  # a numpy array: inside a region Dynamo traces numpy as tensors (torch._numpy)
+OBJECT = "object"  # some other known non-tensor Python object (dtype, device, config, logger, ...)
+UNKNOWN = "unknown"
+
+FunctionKey = tuple[str, str]  # (path, qualname)
+ClassKey = tuple[str, str]  # (path, qualname)
+
+
+@dataclass(frozen=True)
+class Seq:
+    """A list, tuple or other iterable whose items are `item`."""
+
+    item: Value
+
+
+@dataclass(frozen=True)
+class Mapping:
+    """A dict whose values are `value` (keys are not tracked)."""
+
+    value: Value
+
+
+@dataclass(frozen=True)
+class Module:
+    """An nn.Module instance; `cls` when its class is known (linted or resolvable), `name` for messages."""
+
+    cls: ClassKey | None = None
+    name: str = ""
+
+
+@dataclass(frozen=True)
+class Instance:
+    """An instance of a known, non-module user class."""
+
+    cls: ClassKey
+
+
+@dataclass(frozen=True)
+class Function:
+    """A user function or method; `bound` when it came from `obj.method` (the receiver is `self`)."""
+
+    key: FunctionKey
+    bound: ClassKey | None = None
+
+
+@dataclass(frozen=True)
+class ClassObject:
+    """A user class itself (calling it constructs an instance)."""
+
+    cls: ClassKey
+
+
+@dataclass(frozen=True)
+class External:
+    """A name from an installed library we do not analyse, e.g. `logging.Logger` or `torch.float32`."""
+
+    name: str
+
+
+Atom = str | Seq | Mapping | Module | Instance | Function | ClassObject | External
+TENSOR_LIKE = frozenset({TENSOR, ASSUMED, MASK, ASSUMED_MASK, NUMPY})
+MASKS = frozenset({MASK, ASSUMED_MASK})
+EVIDENT_TENSORS = frozenset({TENSOR, MASK, NUMPY})
+BOOLS = frozenset({TRUE, FALSE})
+PYTHON_NUMBERS = frozenset({TRUE, FALSE, INT, FLOAT, SIZE})
+MAX_DEPTH = 3  # deeper nesting (lists of lists of lists) is widened to unknown
+
+
+class Value:
+    """An immutable union of atoms, each with the path condition under which it is present."""
+
+    __slots__ = ("_hash", "atoms")
+
+    def __init__(self, atoms: dict[Atom, int]) -> None:
+        self.atoms = atoms
+        self._hash: int | None = None
+
+    @classmethod
+    def of(cls, *atoms: Atom, cond: int = 0) -> Value:
+        return cls(dict.fromkeys(atoms, cond))
+
+    def __iter__(self) -> Iterator[Atom]:
+        return iter(self.atoms)
+
+    def __contains__(self, atom: object) -> bool:
+        return atom in self.atoms
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Value) and self.atoms == other.atoms
+
+    def __hash__(self) -> int:
+        if self._hash is None:
+            self._hash = hash(frozenset(self.atoms.items()))
+        return self._hash
+
+    def __repr__(self) -> str:
+        return "Value(" + " | ".join(f"{a}" + (f"@{c}" if c else "") for a, c in self.atoms.items()) + ")"
+
+    def __bool__(self) -> bool:
+        return bool(self.atoms)
+
+    def join(self, other: Value) -> Value:
+        if not other.atoms or self is other:
+            return self
+        if not self.atoms:
+            return other
+        merged = dict(self.atoms)
+        for atom, cond in other.atoms.items():
+            merged[atom] = merged[atom] & cond if atom in merged else cond
+        return Value(_merge_containers(merged))
+
+    def under(self, cond: int) -> Value:
+        """The same value, present only when `cond` holds too (assigned inside a branch)."""
+        if not cond:
+            return self
+        return Value({atom: c | cond for atom, c in self.atoms.items()})
+
+    def without(self, *atoms: Atom) -> Value:
+        return Value({a: c for a, c in self.atoms.items() if a not in atoms})
+
+    def only(self, allowed: Iterable[Atom]) -> bool:
+        """Every atom is one of `allowed` (and there is at least one)."""
+        allowed = set(allowed)
+        return bool(self.atoms) and all(atom in allowed for atom in self.atoms)
+
+    def any_of(self, atoms: Iterable[Atom]) -> bool:
+        return any(atom in self.atoms for atom in atoms)
+
+    def cond_of(self, atoms: Iterable[Atom]) -> int:
+        """The path condition under which one of `atoms` is present (0 if it is by default)."""
+        conds = [c for a, c in self.atoms.items() if a in atoms]
+        result = -1
+        for cond in conds:
+            result &= cond
+        return result if conds else 0
+
+    @property
+    def is_tensor_like(self) -> bool:
+        return any(atom in TENSOR_LIKE for atom in self.atoms)
+
+    def items(self) -> Value:
+        """What iterating over this value yields."""
+        parts = [_item_of(atom).under(cond) for atom, cond in self.atoms.items()]
+        return join_all(parts)
+
+    def modules(self) -> list[Module]:
+        return [atom for atom in self.atoms if isinstance(atom, Module)]
+
+    def functions(self) -> list[Function]:
+        return [atom for atom in self.atoms if isinstance(atom, Function)]
+
+    def classes(self) -> list[ClassObject]:
+        return [atom for atom in self.atoms if isinstance(atom, ClassObject)]
+
+    def instances(self) -> list[Instance]:
+        return [atom for atom in self.atoms if isinstance(atom, Instance)]
+
+    def externals(self) -> list[External]:
+        return [atom for atom in self.atoms if isinstance(atom, External)]
+
+    def widen(self, depth: int = 0) -> Value:
+        """Cut containers nested deeper than MAX_DEPTH, so fixpoints over call contexts terminate."""
+        if depth >= MAX_DEPTH:
+            return Value.of(UNKNOWN)
+        changed: dict[Atom, int] = {}
+        for atom, cond in self.atoms.items():
+            if isinstance(atom, Seq):
+                atom = Seq(atom.item.widen(depth + 1))
+            elif isinstance(atom, Mapping):
+                atom = Mapping(atom.value.widen(depth + 1))
+            changed[atom] = changed[atom] & cond if atom in changed else cond
+        return Value(changed)
+
+
+def _merge_containers(atoms: dict[Atom, int]) -> dict[Atom, int]:
+    """One Seq and one Mapping atom at most: `[t] if c else [1]` is a list of tensor-or-int."""
+    seqs = [a for a in atoms if isinstance(a, Seq)]
+    maps = [a for a in atoms if isinstance(a, Mapping)]
+    if len(seqs) < 2 and len(maps) < 2:
+        return atoms
+    merged: dict[Atom, int] = {a: c for a, c in atoms.items() if not isinstance(a, (Seq, Mapping))}
+    if seqs:
+        merged[Seq(join_all(s.item for s in seqs))] = _and_all(atoms[s] for s in seqs)
+    if maps:
+        merged[Mapping(join_all(m.value for m in maps))] = _and_all(atoms[m] for m in maps)
+    return merged
+
+
+def _and_all(conds: Iterable[int]) -> int:
+    result = -1
+    for cond in conds:
+        result &= cond
+    return result
+
+
+def _item_of(atom: Atom) -> Value:
+    if isinstance(atom, Seq):
+        return atom.item
+    if isinstance(atom, Mapping):
+        return Value.of(UNKNOWN)  # iterating a dict yields its keys
+    if isinstance(atom, Module):
+        return Value.of(Module())  # nn.ModuleList / nn.Sequential: items are modules
+    if atom in TENSOR_LIKE:
+        return Value.of(atom)
+    if atom == STR:
+        return Value.of(STR)
+    return Value.of(UNKNOWN)
+
+
+def join_all(values: Iterable[Value]) -> Value:
+    result = BOTTOM
+    for value in values:
+        result = result.join(value)
+    return result
+
+
+BOTTOM = Value({})
+UNKNOWN_VALUE = Value.of(UNKNOWN)
+TENSOR_VALUE = Value.of(TENSOR)
+MASK_VALUE = Value.of(MASK)
+DATA_VALUE = Value.of(DATA)
+SIZE_VALUE = Value.of(SIZE)
+BOOL_VALUE = Value.of(TRUE, FALSE)
+TRUE_VALUE = Value.of(TRUE)
+FALSE_VALUE = Value.of(FALSE)
+INT_VALUE = Value.of(INT)
+FLOAT_VALUE = Value.of(FLOAT)
+STR_VALUE = Value.of(STR)
+NONE_VALUE = Value.of(NONE)
+OBJECT_VALUE = Value.of(OBJECT)
+NUMPY_VALUE = Value.of(NUMPY)
+SHAPE_VALUE = Value.of(Seq(SIZE_VALUE))

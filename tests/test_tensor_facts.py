@@ -5,8 +5,10 @@ from __future__ import annotations
 import libcst as cst
 import pytest
 
+from compile_lint.analysis.annotations import annotation_value
 from compile_lint.analysis.names import ImportMap
-from compile_lint.analysis.tensors import Kind, TensorFacts
+from compile_lint.analysis.tensors import Kind, TensorFacts, default_param_value, param_names
+from compile_lint.analysis.values import INT_VALUE, TENSOR_VALUE
 
 # Facts memoize kinds by node id: every parsed tree stays alive so that no freed node's id is reused.
 PARSED: list[cst.CSTNode] = []
@@ -26,13 +28,11 @@ def facts_for(*statements: str) -> TensorFacts:
     """Facts after `import torch`, with `x` and `y` tensors, `n` an int, then `statements` bound in order."""
     imports = ImportMap()
     imports.add(parse_statement("import torch").body[0])  # type: ignore[attr-defined]
-    facts = TensorFacts(imports)
-    facts.names.update(x=Kind.TENSOR, y=Kind.TENSOR, n=Kind.OTHER)
+    facts = TensorFacts(imports, env={"x": TENSOR_VALUE, "y": TENSOR_VALUE, "n": INT_VALUE})
     for statement in statements:
         assign = parse_statement(statement).body[0]  # type: ignore[attr-defined]
         assert isinstance(assign, cst.Assign)
-        value = assign.value
-        facts.bind(assign.targets[0].target, facts.kind(value), value)
+        facts.bind(assign.targets[0].target, facts.value(assign.value))
     return facts
 
 
@@ -89,10 +89,12 @@ def facts_of_function(source: str) -> TensorFacts:
     function = parse_statement(source)
     assert isinstance(function, cst.FunctionDef)
     facts = facts_for()
-    facts.add_params(function.params)
+    for param in param_names(function.params):
+        annotation = annotation_value(param.annotation.annotation, facts.imports) if param.annotation else None
+        facts.env[param.name.value] = default_param_value(param, annotation, entry=True)
     for statement in function.body.body:
         assign = statement.body[0]  # type: ignore[attr-defined]
-        facts.bind(assign.targets[0].target, facts.kind(assign.value), assign.value)
+        facts.bind(assign.targets[0].target, facts.value(assign.value))
     return facts
 
 

@@ -723,8 +723,10 @@ def tensor_method_value(method: str, node: cst.Call, receiver: Value, facts: Ten
         return UNKNOWN_VALUE if receiver.only((ASSUMED,)) else OBJECT_VALUE
     if method in ("storage", "untyped_storage", "backward", "has_names"):
         return OBJECT_VALUE
-    if method.startswith(("is_", "get_")):
+    if method.startswith("is_"):
         return BOOL_VALUE
+    if method.startswith("get_"):  # `cache.get_seq_length()`, `t.get_device()`: Python numbers
+        return INT_VALUE
     if method in SEQUENCE_METHODS or (method in ("max", "min", "median", "mode") and _has_dim(node)):
         return Value.of(Seq(TENSOR_VALUE), cond=cond)
     if method == "nonzero" and any(a.keyword and a.keyword.value == "as_tuple" for a in node.args):
@@ -824,7 +826,8 @@ def builtin_call_value(name: str, node: cst.Call, facts: TensorFacts) -> Value |
         operands = [first.items()] if len(args) == 1 else args
         joined = join_all(operands)
         if joined.is_tensor_like:
-            return Value.of(TENSOR, cond=joined.cond_of(TENSOR_LIKE))
+            atom = TENSOR if joined.any_of(EVIDENT_TENSORS) else ASSUMED  # max(width, ratio) of bare parameters
+            return Value.of(atom, cond=joined.cond_of(TENSOR_LIKE))
         return joined if joined else UNKNOWN_VALUE
     if name in ("print", "setattr", "delattr", "exec"):
         return NONE_VALUE

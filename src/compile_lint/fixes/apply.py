@@ -187,7 +187,7 @@ def top_level_imports(module: cst.Module) -> ImportMap:
 
 
 def fix_text(
-    text: str, findings: Iterable[Finding], allowed: set[Safety], parsed: tuple[Project, FileIndex] | None = None
+    text: str, findings: list[Finding], allowed: set[Safety], parsed: tuple[Project, FileIndex] | None = None
 ) -> FixedText:
     """Apply the allowed fixes for `findings` (all from this file) to `text`. `parsed` is the project
     the findings came from and this file's index in it; without it the file is analysed on its own."""
@@ -195,7 +195,9 @@ def fix_text(
         index = parse_source("<fix>", text)
         if not isinstance(index, FileIndex):
             raise FixError(f"the file does not parse: {index.message}")
-        parsed = (Project([index], Options(), (), load_source), index)
+        # On its own a helper reached from another file is no region: its findings name their functions.
+        regions = [f.function for f in findings if f.function]
+        parsed = (Project([index], Options(extra_regions=regions), (), load_source), index)
     project, index = parsed
     module = index.tree
     edits, positions = plan_edits(module, findings, lambda wanted: project.facts_at(index.path, wanted))

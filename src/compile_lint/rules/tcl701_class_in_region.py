@@ -18,7 +18,8 @@ class ClassInRegion(Rule):
     why = (
         "A `class` statement runs `__build_class__` every time the function runs, and Dynamo cannot "
         "trace that. Measured with torch 2.13 and 2.14: the graph breaks on the `class` line (GB8977) "
-        "and the class is built eagerly."
+        "and the class is built eagerly; a `NamedTuple` subclass then also makes Dynamo skip the rest of "
+        "the frame (GB0082), and `@dataclass` adds a break on the decorator (GB0059)."
     )
     example = "@torch.compile\ndef f(x):\n    class Scale:\n        factor = 2\n    return x * Scale.factor\n"
     fixed_example = "class Scale:\n    factor = 2\n\n@torch.compile\ndef f(x):\n    return x * Scale.factor\n"

@@ -20,6 +20,7 @@ Family = Literal[
     "dynamic-shape",
     "recompile",
     "correctness",
+    "unsupported-construct",
     "configuration",
     "parse",
     "dynamic",
@@ -32,6 +33,7 @@ FAMILY_OF_DIGIT: dict[str, Family] = {
     "4": "dynamic-shape",
     "5": "recompile",
     "6": "correctness",
+    "7": "unsupported-construct",  # a Python statement Dynamo has no handler for (class, await, raise)
     "8": "dynamic",  # seen only by `--confirm`: no static rule predicted it
     "9": "configuration",
 }

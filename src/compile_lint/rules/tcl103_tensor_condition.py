@@ -7,6 +7,7 @@ import libcst as cst
 from compile_lint.analysis.tensors import Kind, TensorFacts, join_kinds, short_code, without_item
 from compile_lint.analysis.walker import RuleContext
 from compile_lint.rules.base import CAPTURE_SCALAR, Example, Rule
+from compile_lint.rules.tcl106_tensor_to_bool import python_bool_call
 
 
 def condition_kind(test: cst.BaseExpression, facts: TensorFacts) -> Kind:
@@ -16,6 +17,12 @@ def condition_kind(test: cst.BaseExpression, facts: TensorFacts) -> Kind:
     if isinstance(test, cst.BooleanOperation):
         return join_kinds(condition_kind(test.left, facts), condition_kind(test.right, facts))
     return facts.kind(test)
+
+
+def without_not(test: cst.BaseExpression) -> cst.BaseExpression:
+    while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        test = test.expression
+    return test
 
 
 def has_evidence(test: cst.BaseExpression, facts: TensorFacts) -> bool:
@@ -91,6 +98,8 @@ class TensorCondition(Rule):
 
     def _check(self, test: cst.BaseExpression, node: cst.CSTNode, construct: str, ctx: RuleContext) -> None:
         kind = condition_kind(test, ctx.facts)
+        if python_bool_call(without_not(test), ctx) is not None:
+            return  # `if torch.equal(a, b):` breaks at the call, before any branch (TCL106)
         if kind is Kind.TENSOR and has_evidence(test, ctx.facts):
             condition = "always"
             message = f"{CONSTRUCTS[construct]} on the tensor value `{short_code(test)}`: the graph breaks here"

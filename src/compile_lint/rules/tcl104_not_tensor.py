@@ -7,6 +7,7 @@ import libcst as cst
 from compile_lint.analysis.tensors import Kind, short_code
 from compile_lint.analysis.walker import RuleContext
 from compile_lint.rules.base import Example, Rule
+from compile_lint.rules.tcl106_tensor_to_bool import python_bool_call
 
 
 class NotTensor(Rule):
@@ -53,6 +54,8 @@ class NotTensor(Rule):
     def visit_UnaryOperation(self, node: cst.UnaryOperation, ctx: RuleContext) -> None:
         if not isinstance(node.operator, cst.Not) or id(node) in ctx.reported:
             return  # a `not` in an if/while test is a branch: TCL103 claimed it
+        if python_bool_call(node.expression, ctx) is not None:
+            return  # `not torch.equal(a, b)`: a Python bool by then, the call broke first (TCL106)
         if ctx.facts.kind(node.expression) is Kind.TENSOR and ctx.facts.has_evidence(node.expression):
             ctx.report(
                 self,

@@ -166,6 +166,15 @@ def python_random(function: str) -> Skipped:
     )
 
 
+# Modules whose every call this rule decides (TCL310 leaves them alone, though Dynamo's skip list has `random`).
+OWNED_MODULES = frozenset({"time", "random", "numpy.random"})
+
+
+def claims(full: str) -> bool:
+    """Does TCL301 decide calls of the resolved name `full` (whether or not they break)?"""
+    return full in CALLS or full.rpartition(".")[0] in OWNED_MODULES
+
+
 def behaviour(full: str, node: cst.Call) -> Skipped | None:
     """What Dynamo does with a call of the resolved name `full`, or None if it traces it."""
     if full in CALLS:

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import libcst as cst
 
-from compile_lint.analysis.tensors import Kind, dotted_code, torch_call_kind
+from compile_lint.analysis.tensors import Kind, dotted_code, short_code, torch_call_kind
 from compile_lint.analysis.values import TENSOR_VALUE, Seq
 from compile_lint.analysis.walker import RuleContext
 from compile_lint.rules.base import Example, Rule
 
 NON_CONSTANT_SORT = "GB0207"  # sort with non-constant keys
 BUILTIN_ON_TENSOR = "GB0059"  # Failed to trace builtin operator: sorted() iterating a tensor itself
+KEYED_MIN_MAX = "GB5687"  # torch 2.14: min/max with non-constant key
+BUILTIN_HANDLER = "GB0193"  # torch 2.13: invalid call to builtin op handler (min/max with any key)
+MIN_MAX = frozenset({"min", "max"})
 
 
 def stackable(sequence: cst.BaseExpression) -> str:
@@ -30,21 +33,25 @@ def key_list(key: cst.BaseExpression, sequence: cst.BaseExpression) -> str:
 class SortedTensors(Rule):
     code = "TCL305"
     name = "sorted-tensors"
-    summary = "`sorted()` / `list.sort()` over tensors (or by a tensor-valued key) breaks the graph"
-    gb_codes = (NON_CONSTANT_SORT, BUILTIN_ON_TENSOR)
+    summary = (
+        "`sorted()` / `list.sort()` over tensors, or `min`/`max`/`sorted` by a tensor-valued key, breaks the graph"
+    )
+    gb_codes = (NON_CONSTANT_SORT, BUILTIN_ON_TENSOR, KEYED_MIN_MAX, BUILTIN_HANDLER)
     fix = "Stack and sort in torch: `torch.stack(parts).sort()` gives values and indices; or sort by a static key such as `t.shape`."
     what = (
         "Flags `sorted(seq)` and `seq.sort()` inside compiled regions when the elements are tensors (a "
         "list/tuple display, a comprehension, `t.unbind()`/`split()`/`chunk()`, or a local name bound to one "
         "of those) and there is no key or the key returns a tensor (`key=lambda t: t.sum()`, `key=torch.norm`), "
-        "and `sorted(t)` on a tensor itself. Keys on static facts (`key=lambda t: t.shape[0]`) are fine, "
-        "as are `max()`/`min()` over tensors."
+        "and `sorted(t)` on a tensor itself; and `min()`/`max()` over tensors with a `key=`: a tensor-valued "
+        "key on torch 2.14, any key on torch 2.13. Keys on static facts (`key=lambda t: t.shape[0]`) are fine "
+        "for `sorted`, as are `max()`/`min()` over tensors without a key."
     )
     why = (
         "Python's sort compares the elements (or keys) with `<`, and each comparison of tensors is a "
         "data-dependent boolean. Dynamo cannot trace a sort whose keys are not constants (GB0207); "
         "`sorted(t)` on a tensor fails even earlier, iterating it (GB0059). The graph ends, the sort runs "
-        "eagerly and a new graph starts after it."
+        "eagerly and a new graph starts after it. Measured: `min`/`max` with a tensor-valued key break on "
+        "torch 2.14 (GB5687); torch 2.13 fails on any `key=` over tensors (GB0193), even `key=len`."
     )
     example = (
         "@torch.compile\ndef f(x):\n    scores = [r.sum() for r in x]\n    ranked = sorted(scores)\n"
@@ -56,11 +63,13 @@ class SortedTensors(Rule):
         Example("@torch.compile\ndef f(x):\n    return sorted(x.unbind(0), key=lambda t: t.sum())[0]\n"),
         Example("class M(nn.Module):\n    def forward(self, x):\n        parts = list(x.chunk(4))\n        parts.sort(key=torch.norm)\n        return parts[0]\n"),
         Example("@torch.compile\ndef f(x):\n    return sorted(x)[0]\n"),
+        Example("@torch.compile\ndef f(x):\n    return max(x.chunk(2), key=torch.norm)\n"),
     )  # fmt: skip
     valid = (
         Example("@torch.compile\ndef f(x):\n    return sorted([x, x[:2]], key=lambda t: t.shape[0])[0]\n"),
         Example("@torch.compile\ndef f(x):\n    dims = sorted([3, 1, 2])\n    return x.permute(*[d - 1 for d in dims])\n"),
         Example("@torch.compile\ndef f(x):\n    return max([x[0], x[1]])\n"),
+        Example("@torch.compile\ndef f(x):\n    return x * max([1, 2, 3], key=lambda v: -v)\n"),
         Example("@torch.compile\ndef f(x):\n    values, indices = x.sort()\n    return values\n"),
     )  # fmt: skip
 
@@ -105,8 +114,42 @@ class SortedTensors(Rule):
             "(values and indices).",
         )
 
+    def _check_min_max(self, node: cst.Call, builtin: str, ctx: RuleContext) -> None:
+        key = next((a.value for a in node.args if a.keyword is not None and a.keyword.value == "key"), None)
+        positional = [a.value for a in node.args if a.keyword is None and not a.star]
+        if key is None or not positional:
+            return
+        if len(positional) == 1:
+            sequence: cst.BaseExpression = positional[0]
+            if not self.tensor_sequence(sequence, ctx):
+                return
+        elif any(ctx.facts.is_tensor(p) for p in positional):
+            sequence = cst.List([cst.Element(p) for p in positional])
+        else:
+            return
+        tensor_key = self._key_is_tensor(key, ctx)
+        if ctx.torch_version >= (2, 14):
+            if not tensor_key:
+                return
+            code, reason = KEYED_MIN_MAX, "compares tensor-valued keys in Python"
+        else:
+            code, reason = (
+                BUILTIN_HANDLER,
+                "takes a `key=` over tensors, which torch 2.13 cannot trace whatever the key",
+            )
+        if tensor_key:
+            fix = f"Pick in torch: `torch.stack({stackable(sequence)})[torch.stack({key_list(key, sequence)}).arg{builtin}()]`."
+        else:
+            fix = f"Pick by index: `keys = {key_list(key, sequence)}`, then `{stackable(sequence)}[keys.index({builtin}(keys))]`."
+        ctx.report(
+            self, node, f"`{short_code(node)}` {reason}: the graph breaks here ({code})", gb_codes=(code,), fix=fix
+        )
+
     def visit_Call(self, node: cst.Call, ctx: RuleContext) -> None:
         func = node.func
+        if isinstance(func, cst.Name) and func.value in MIN_MAX and func.value not in ctx.imports.aliases:
+            self._check_min_max(node, func.value, ctx)
+            return
         if isinstance(func, cst.Name) and func.value == "sorted" and "sorted" not in ctx.imports.aliases:
             if not node.args or node.args[0].keyword is not None:
                 return

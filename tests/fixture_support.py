@@ -21,6 +21,8 @@ from compile_lint.versions import TorchVersion
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
 OBSERVED = ROOT / "docs" / "observed"  # per-version records of fixture runs (scripts/observe_fixtures.py)
+# Dynamo blames a frame skip caused by `id(t)`/`hash(t)` on the line that uses the result.
+FRAME_SKIP_REACH = 2
 ITEM = r"TCL\d{3}(?:\s+GB\d{4})*"
 EXPECT = re.compile(rf"#\s*expect(?:\[(?P<version>[^\]]*)\])?:\s*(?P<items>{ITEM}(?:\s*,\s*{ITEM})*)")
 

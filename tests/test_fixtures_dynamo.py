@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from fixture_support import FIXTURES, ROOT, expectations, fixture_files, lint_unit, record_path
+from fixture_support import FIXTURES, FRAME_SKIP_REACH, ROOT, expectations, fixture_files, lint_unit, record_path
 
 torch = pytest.importorskip("torch")
 
@@ -28,8 +28,6 @@ from compile_lint.finding import Finding  # noqa: E402
 from compile_lint.rules import rule_by_code  # noqa: E402
 from fixture_dynamo import RUNNABLE, fixture_breaks, observed, replayed_after_graph  # noqa: E402
 
-# Dynamo blames a frame skip caused by `id(t)`/`hash(t)` on the line that uses the result.
-FRAME_SKIP_REACH = 2
 INSTALLED = versions.parse(torch.__version__)
 
 

@@ -51,13 +51,18 @@ class Registry:
     def __init__(self, torch: str, breaks: dict[str, GraphBreak]) -> None:
         self.torch = torch  # the exact release it was copied from, e.g. "2.14.1"
         self.breaks = breaks
-        self._codes = {wording: code for code, entry in breaks.items() for wording in entry.gb_types}
+        # Two wordings are shared by two codes in torch's own registry: the lower code wins.
+        self._codes: dict[str, str] = {}
+        for code, entry in sorted(breaks.items()):
+            for wording in entry.gb_types:
+                self._codes.setdefault(wording, code)
 
     def get(self, code: str) -> GraphBreak | None:
         return self.breaks.get(code)
 
     def code_of(self, gb_type: str) -> str | None:
-        """The code of any wording, old or new (2.14 renamed some: both map to the same code)."""
+        """The code of any wording, old or new (2.14 renamed some: both map to the same code). Dynamo's
+        log names the code itself in its link; this is for messages without one."""
         return self._codes.get(gb_type)
 
 

@@ -255,7 +255,8 @@ class LoggingCall(Rule):
             f"Write `if not torch.compiler.is_compiling(): {call}(...)` so it only runs eagerly, or log after "
             "the compiled call returns."
         )
-        if codes == GB_LOGGER and ctx.torch_version >= (2, 14):
+        receiver = call.rsplit(".", 1)[0]
+        if codes == GB_LOGGER and ctx.torch_version >= (2, 14) and "." not in receiver and blocks_reorder(node) is None:
             fix += (
                 f" Or register it once, outside the region: `torch._dynamo.config.{REORDERABLE}.add({call})`; "
                 "Dynamo then runs it after the graph (positional arguments only: tensors, constants, strings)."
@@ -273,14 +274,15 @@ class LoggingCall(Rule):
         shown = blocks_reorder(node)
         if shown is None:
             return
+        change = "drop the keyword argument" if shown.endswith("=...") else f"format `{shown}` into the message (an f-string)"
         ctx.report(
             self,
             node,
             f"`{call}` is registered in `{REORDERABLE}`, but Dynamo cannot replay this call after the graph "
             f"(it passes `{shown}`): graph break ({GB_NOT_REORDERABLE})",
             gb_codes=(GB_NOT_REORDERABLE,),
-            fix="Pass only positional tensors, constants and strings (format a shape into the message: "
-            f'`{call}(f"shape {{tuple(t.shape)}}")`), or guard the call with `if not torch.compiler.is_compiling():`.',
+            fix=f"Dynamo replays only calls with positional tensors, constants and strings: {change}, or guard "
+            "the call with `if not torch.compiler.is_compiling():`.",
         )
 
 

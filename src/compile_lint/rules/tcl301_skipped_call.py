@@ -22,8 +22,8 @@ UNSUPPORTED_HASATTR = "GB0150"  # Unsupported hasattr call (inside inspect.unwra
 
 @dataclass(frozen=True)
 class Skipped:
-    """What Dynamo does with one call: the break it logs (None: it traces the call, but not as eager
-    runs it), why, and what to write instead."""
+    """What Dynamo does with one call: the break it logs (None: it traces the call, but the results
+    differ from eager), why, and what to write instead."""
 
     gb_code: str | None
     reason: str
@@ -91,6 +91,7 @@ TORCH_INITIAL_SEED = Skipped(
 # torch draws Dynamo traces into the graph, for the `random` functions that have one.
 RANDOM_REPLACEMENTS = {
     "random": "torch.rand(())",
+    "uniform": "torch.empty(()).uniform_(a, b)",
     "gauss": "torch.randn(()) * sigma + mu",
     "normalvariate": "torch.randn(()) * sigma + mu",
     "expovariate": "torch.empty(()).exponential_(lambd)",
@@ -125,18 +126,26 @@ CALLS_2_14: dict[str, Skipped] = {"json.loads": JSON_DECODER_2_14}
 SIGNATURE_CALLS = frozenset({"inspect.signature", "inspect.unwrap"})
 DISABLE_DECORATORS = frozenset({"torch.compiler.disable", "torch._dynamo.disable"})
 
-# Dynamo models these `random` functions in the graph, drawing the same values as eager; every
-# other one is skipped. torch 2.14 adds `random.random`.
-RANDOM_TRACED = {(2, 13): frozenset({"randint", "randrange", "uniform"})}
-RANDOM_TRACED[(2, 14)] = RANDOM_TRACED[(2, 13)] | {"random"}
-# torch 2.14 also traces these without a break, but unlike eager: measured, `shuffle`/`sample` give
-# the same result on every call (drawn once, while compiling), and after `seed` the draws in the
-# region and the global RNG state differ from eager.
-RANDOM_DIVERGES_2_14 = {
-    "shuffle": "shuffles in the same order on every call: Dynamo draws the permutation once, while compiling",
-    "sample": "returns the same sample on every call: Dynamo draws it once, while compiling",
-    "seed": "reseeds Python's RNG, but the `random` draws after it in the region do not match eager (the "
-    "first call gets another value) and the global RNG is left in another state",
+# `random` functions Dynamo traces without a break; all others are skipped. Measured (tests/test_python_random.py):
+# the int draws give what eager gives; a float draw comes out wrong under inductor, the default backend
+# (garbage such as -1.6e-33; right with backend="eager"). torch 2.14 adds `random`, `shuffle`, `sample`, `seed`.
+RANDOM_INT_TRACED = frozenset({"randint", "randrange"})
+INDUCTOR_GARBAGE = (
+    "is traced without a graph break, but inductor (the default backend) computes with a wrong value in "
+    "its place (measured: garbage such as -1.6e-33; backend=\"eager\" gets the draw)"
+)
+RANDOM_TRACED_WRONG: dict[TorchVersion, dict[str, str]] = {
+    (2, 13): {"uniform": INDUCTOR_GARBAGE},
+    (2, 14): {
+        "uniform": INDUCTOR_GARBAGE,
+        "random": INDUCTOR_GARBAGE,
+        "shuffle": "is traced without a graph break, but shuffles in the same order on every call: Dynamo "
+        "draws the permutation once, while compiling",
+        "sample": "is traced without a graph break, but returns the same sample on every call: Dynamo draws "
+        "it once, while compiling",
+        "seed": "is traced without a graph break, but the `random` draws after it in the region do not match "
+        "eager (the first call gets another value) and the global RNG is left in another state",
+    },
 }
 
 # np.random under Dynamo goes through torch._numpy.random, which has only these functions.
@@ -186,19 +195,18 @@ def numpy_random(function: str, node: cst.Call) -> Skipped | None:
 
 
 def python_random(function: str, version: TorchVersion) -> Skipped | None:
-    """Python's `random.<function>()`: traced like eager (None), skipped, or (2.14) traced unlike eager."""
-    traced = RANDOM_TRACED[version]
-    if function in traced:
+    """Python's `random.<function>()`: traced like eager (None), skipped (a break), or traced wrongly."""
+    if function in RANDOM_INT_TRACED:
         return None
     replacement = RANDOM_REPLACEMENTS.get(function)
     instead = f"`{replacement}` instead of `random.{function}()`" if replacement else "a torch draw"
-    also = ", ".join(f"`{name}`" for name in sorted(traced))
     fix = RANDOM_SEED.fix if function == "seed" else (
-        f"Use torch's RNG, which Dynamo traces into the graph ({instead}; the `random` functions {also} "
-        "also trace), or draw outside the compiled function and pass the value in."
+        f"Use torch's RNG, which Dynamo traces into the graph ({instead}), or draw outside the compiled "
+        "function and pass the value in."
     )
-    if version >= (2, 14) and function in RANDOM_DIVERGES_2_14:
-        return Skipped(None, RANDOM_DIVERGES_2_14[function], fix)
+    wrong = RANDOM_TRACED_WRONG[version].get(function)
+    if wrong:
+        return Skipped(None, wrong, fix)
     if function == "seed":
         return RANDOM_SEED
     return Skipped(SKIPPED, "draws from Python's global RNG, which Dynamo skips", fix)
@@ -233,14 +241,13 @@ class SkippedCall(Rule):
     gb_codes = gb_codes_by_version[(2, 14)]
     fix = "Move the call out of the compiled function and pass its result in (each finding names the replacement)."
     what = (
-        "Flags calls, resolved through the file's imports, that Dynamo refuses to trace: `time.*` "
-        "(`time.time`, `perf_counter`, `sleep`, ...), Python's `random.*` except `randint`, `randrange` and "
-        "`uniform` (and `random` from torch 2.14 on), `np.random.*` draws that return a Python scalar or lie "
+        "Flags calls, resolved through the file's imports, that Dynamo refuses to trace, or traces into "
+        "results that differ from eager: `time.*` (`time.time`, `perf_counter`, `sleep`, ...), Python's "
+        "`random.*` except `randint` and `randrange`, `np.random.*` draws that return a Python scalar or lie "
         "outside torch._numpy, `datetime.datetime.now/utcnow/today`, `json.dumps/loads/dump/load`, "
-        "`inspect.currentframe`, `inspect.stack`, `sys._getframe`, `pdb.set_trace`, and torch's global RNG state "
-        "(`torch.manual_seed`, `get_rng_state`, `set_rng_state`, `initial_seed`). With torch 2.14 it also "
-        "flags `random.seed/shuffle/sample`, which trace without a break but unlike eager, and "
-        "`inspect.signature` of a `@torch.compiler.disable` function in the same file. "
+        "`inspect.currentframe`, `inspect.stack`, `sys._getframe`, `pdb.set_trace`, torch's global RNG state "
+        "(`torch.manual_seed`, `get_rng_state`, `set_rng_state`, `initial_seed`) and, with torch 2.14, "
+        "`inspect.signature` of a `@torch.compiler.disable` function of the same file. "
         "`re`, `os.environ`, `math` on constants, `itertools` and `inspect.signature` of other functions "
         "trace fine and are not flagged."
     )
@@ -251,10 +258,11 @@ class SkippedCall(Rule):
         "`np.random` draw is data-dependent (GB0033) and other np.random functions are not in torch._numpy "
         "(GB0294); `torch.initial_seed` returns an int (GB0208); with torch 2.14, `inspect.signature` of a "
         "disabled function calls `hasattr` on it (GB0150). Each ends the graph, runs the call eagerly and "
-        "starts a new graph. Measured: `random.randint/randrange/uniform` (and `random.random` from 2.14 "
-        "on), `np.random.seed/shuffle` and sized draws such as `np.random.rand(3)` are traced and draw what "
-        "eager draws. torch 2.14 traces `random.shuffle/sample/seed` without a break but not as eager does: "
-        "`shuffle` and `sample` give the same result on every call, and draws after `seed` differ."
+        "starts a new graph. Measured: `random.randint/randrange`, `np.random.seed/shuffle` and sized draws "
+        "such as `np.random.rand(3)` are traced and draw what eager draws. Some calls are traced without a "
+        "break but give other results than eager, which is worse: `random.uniform` (and `random.random` "
+        "from torch 2.14 on) compute with garbage under inductor, the default backend; torch 2.14's "
+        "`random.shuffle/sample` give the same result on every call, and its draws after `random.seed` differ."
     )
     example = (
         "import time\n\n@torch.compile\ndef step(x):\n    start = time.perf_counter()\n    y = x.relu()\n"
@@ -267,7 +275,8 @@ class SkippedCall(Rule):
     )
     invalid = (
         Example("from time import perf_counter\n\n@torch.compile\ndef f(x):\n    t = perf_counter()\n    return x\n"),
-        Example("import random\n\n@torch.compile\ndef f(x):\n    return x * random.random()\n", versions=((2, 13),)),
+        Example("import random\n\n@torch.compile\ndef f(x):\n    return x * random.random()\n"),
+        Example("import random\n\n@torch.compile\ndef f(x):\n    return x * random.uniform(0.0, 1.0)\n"),
         Example("import random\n\n@torch.compile\ndef f(x):\n    return x * random.gauss(0.0, 1.0)\n"),
         Example("import random\n\n@torch.compile\ndef f(x, order):\n    random.shuffle(order)\n    return x[order]\n"),
         Example("import numpy as np\n\n@torch.compile\ndef f(x):\n    return x + np.random.rand()\n"),
@@ -286,7 +295,6 @@ class SkippedCall(Rule):
     )
     valid = (
         Example("import random\n\n@torch.compile\ndef f(x):\n    return x * random.randint(1, 3)\n"),
-        Example("import random\n\n@torch.compile\ndef f(x):\n    return x * random.random()\n", versions=((2, 14),)),
         Example("import inspect\n\n@torch.compiler.disable\ndef helper(t):\n    return t\n\n"
                 "@torch.compile\ndef f(x):\n    return x * len(inspect.signature(helper).parameters)\n", versions=((2, 13),)),
         Example("import numpy as np\n\n@torch.compile\ndef f(x):\n    return x + torch.from_numpy(np.random.rand(3))\n"),
@@ -322,10 +330,9 @@ class SkippedCall(Rule):
             return
         written = dotted_code(node.func)
         shown = f"`{written}()`" if written == full else f"`{written}()` ({full})"
-        if found.gb_code is None:
-            message = f"{shown} {found.reason} (Dynamo traces it without a graph break, but not as eager runs it)"
-        else:
-            message = f"{shown} {found.reason}: the graph breaks here ({found.gb_code})"
+        message = f"{shown} {found.reason}"
+        if found.gb_code:
+            message += f": the graph breaks here ({found.gb_code})"
         ctx.report(self, node, message, gb_codes=(found.gb_code,) if found.gb_code else (), fix=found.fix)
 
     def _signature(self, node: cst.Call, ctx: RuleContext) -> Skipped | None:

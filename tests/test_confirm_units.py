@@ -11,7 +11,7 @@ import pytest
 from compile_lint.confirm.match import Observed, match
 from compile_lint.confirm.plan import UsageError, explicit_specs, import_location
 from compile_lint.finding import Finding
-from compile_lint.rules import all_rules
+from compile_lint.rules import all_rules, rule_by_code
 
 SOURCE = """import torch
 
@@ -26,7 +26,10 @@ def step(x):
 
 
 def finding(path: Path, line: int, code: str, function: str = "step") -> Finding:
-    return Finding(str(path), line, 5, line, 20, code, "message", fix="generic fix", function=function)
+    rule = rule_by_code(code)
+    assert rule is not None
+    gb_codes = list(rule.gb_codes)
+    return Finding(str(path), line, 5, line, 20, code, "message", gb_codes, fix="generic fix", function=function)
 
 
 def brk(

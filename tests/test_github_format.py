@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from compile_lint.finding import Finding, Severity
+from compile_lint.finding import Finding, Severity, gb_page
 from compile_lint.reporters import github
 from fixture_support import ROOT
 
@@ -50,7 +50,8 @@ def test_seed_fixture_annotation() -> None:
     name, properties, message = parse(line)
     assert name == "warning" and properties["title"] == "TCL101"
     first, predicts, fix = message.split("\n")
-    assert "`.item()`" in first and predicts == "predicts: GB0124" and fix.startswith("fix: Keep the condition a tensor: select with `torch.where(y.sum() > 0")
+    assert predicts == "predicts: GB0124 (https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0124.html)"
+    assert "`.item()`" in first and fix.startswith("fix: Keep the condition a tensor: select with `torch.where(y.sum() > 0")
 
 
 @pytest.mark.parametrize(("severity", "command"), [("error", "error"), ("warning", "warning"), ("info", "notice")])
@@ -73,7 +74,7 @@ def test_escaping_round_trips_through_the_runner_grammar() -> None:
         "endColumn": "7",
         "title": "TCL103 [confirmed]",
     }
-    assert data == f"{message}\npredicts: GB0170\nfix: a, b: c"
+    assert data == f"{message}\npredicts: GB0170 ({gb_page('GB0170')})\nfix: a, b: c"
 
 
 def test_one_command_per_finding_and_nothing_when_clean() -> None:

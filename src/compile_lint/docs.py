@@ -9,10 +9,11 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from compile_lint.finding import gb_page
+from compile_lint.finding import gb_inline, gb_page
 from compile_lint.fixes import fixability
 from compile_lint.rules import all_rules, rule_by_code
 from compile_lint.rules.base import Rule
+from compile_lint.versions import KNOWN, label
 
 COLUMNS = ("code", "name", "family", "GB codes", "fixable", "summary")
 TABLE_START = "<!-- rules-table:start -->"
@@ -24,12 +25,24 @@ def full_description(rule: Rule) -> str:
 
 
 def help_uri(rule: Rule) -> str | None:
-    """The official page of the break the rule predicts, if it predicts one."""
-    return gb_page(rule.gb_codes[0]) if rule.gb_codes else None
+    """The official page of the first break the rule predicts that has one."""
+    return next((page for page in map(gb_page, rule.gb_codes) if page), None)
+
+
+def version_note(rule: Rule, code: str) -> str:
+    """` (torch 2.13)` when the rule predicts `code` only for some of the known versions."""
+    where = [label(version) for version in KNOWN if code in rule.codes_for(version)]
+    return "" if len(where) == len(KNOWN) else f" (torch {', '.join(where)})"
 
 
 def _pages(rule: Rule) -> str:
-    return "\n".join(f"- {code}: {gb_page(code)}" for code in rule.gb_codes) or "- none (no graph break)"
+    """One line per code: its page, or the registry's explanation and hints where it has none."""
+    lines = []
+    for code in rule.gb_codes:
+        page = gb_page(code)
+        reference = page if page else f"no public page. {gb_inline(code)}"
+        lines.append(f"- {code}{version_note(rule, code)}: {reference}")
+    return "\n".join(lines) or "- none (no graph break)"
 
 
 AUTOMATIC_FIX = {
@@ -48,7 +61,7 @@ def rule_text(rule: Rule) -> str:
     return (
         f"{rule.code} {rule.name}: {rule.summary}.\n\n{full_description(rule)}\n\n"
         f"Fix: {rule.fix}\nAutomatic fix: {AUTOMATIC_FIX[fixability(rule.code)]}.\n\n"
-        f"Official graph-break pages:\n{_pages(rule)}\n"
+        f"Graph-break codes:\n{_pages(rule)}\n"
     )
 
 
@@ -59,26 +72,38 @@ def rule_markdown(rule: Rule) -> str:
         f"## Example\n```python\n{rule.example}```\n\n"
         f"## Fix\n{rule.fix}\n\n```python\n{rule.fixed_example}```\n\n"
         f"Automatic fix: {AUTOMATIC_FIX[fixability(rule.code)]}.\n\n"
-        f"## Official graph-break pages\n{_pages(rule)}\n"
+        f"## Graph-break codes\n{_pages(rule)}\n"
     )
 
 
 def rule_row(rule: Rule) -> tuple[str, ...]:
     """One rule as the `COLUMNS` of `compile-lint rules` and the README table."""
-    return (rule.code, rule.name, rule.family, ", ".join(rule.gb_codes), fixability(rule.code), rule.summary)
+    codes = ", ".join(code + version_note(rule, code) for code in rule.gb_codes)
+    return (rule.code, rule.name, rule.family, codes, fixability(rule.code), rule.summary)
 
 
 def _markdown_cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
+def _linked(code: str) -> str:
+    page = gb_page(code)
+    return f"[{code}]({page})" if page else f"{code}\\*"
+
+
 def rules_table_markdown() -> str:
-    """The README's rules table; GB codes link to their official pages."""
+    """The README's rules table; GB codes link to their official pages, and codes without a page
+    (marked `*`) are explained below the table."""
     lines = [f"| {' | '.join(COLUMNS)} |", f"|{'---|' * len(COLUMNS)}"]
+    unlinked: dict[str, None] = {}
     for rule in all_rules():
-        cells = list(rule_row(rule))
-        cells[3] = ", ".join(f"[{code}]({gb_page(code)})" for code in rule.gb_codes) or "-"
-        lines.append(f"| {' | '.join(_markdown_cell(cell) for cell in cells)} |")
+        cells = [_markdown_cell(cell) for cell in rule_row(rule)]
+        cells[3] = ", ".join(_linked(code) + version_note(rule, code) for code in rule.gb_codes) or "-"
+        unlinked.update((code, None) for code in rule.gb_codes if gb_page(code) is None)
+        lines.append(f"| {' | '.join(cells)} |")
+    if unlinked:
+        lines.append("\n\\* no public page yet; from the graph-break registry:\n")
+        lines.extend(f"- {code}: {_markdown_cell(gb_inline(code))}" for code in unlinked)
     return "\n".join(lines) + "\n"
 
 

@@ -49,11 +49,17 @@ def discover(paths: Iterable[str]) -> list[str]:
     for path in paths:
         if os.path.isdir(path):
             for folder, dirs, files in os.walk(path):
-                dirs[:] = [d for d in dirs if d not in EXCLUDED_DIRS and not d.endswith(".egg-info")]
+                dirs[:] = [d for d in dirs if not _excluded(os.path.join(folder, d))]
                 found.update(os.path.join(folder, f) for f in files if f.endswith((".py", ".pyi")))
         else:
             found.add(path)
     return sorted(os.path.normpath(p) for p in found)
+
+
+def _excluded(folder: str) -> bool:
+    """VCS and build folders, and any virtualenv (a folder with a pyvenv.cfg, e.g. `.venv-torch2.14`)."""
+    name = os.path.basename(folder)
+    return name in EXCLUDED_DIRS or name.endswith(".egg-info") or os.path.exists(os.path.join(folder, "pyvenv.cfg"))
 
 
 def module_name(path: str) -> str:

@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from compile_lint import registry
+
 Severity = Literal["error", "warning", "info"]
 # static: predicted only; the rest are set by `--confirm`.
 Status = Literal["static", "confirmed", "not-reproduced", "not-run", "dynamic-only"]
-
-GB_PAGE = "https://meta-pytorch.github.io/compile-graph-break-site/gb/{code}.html"
 
 
 @dataclass
@@ -39,5 +39,18 @@ class Finding:
         return (self.path_condition != "default", self.path, self.line, self.col, self.code)
 
 
-def gb_page(code: str) -> str:
-    return GB_PAGE.format(code=code.lower())
+def gb_page(code: str) -> str | None:
+    """The public page of a GB code, or None: then show `gb_inline(code)` instead."""
+    return registry.page(code)
+
+
+def gb_inline(code: str) -> str:
+    """The registry's explanation and hints for a code that has no page (the newest known wording)."""
+    entry = registry.describe(code)
+    return entry.inline() if entry else "not in the graph-break registry of any known torch version"
+
+
+def gb_reference(code: str) -> str:
+    """`GB0059 (https://...)`, or the code with its explanation and hints where there is no page."""
+    page = gb_page(code)
+    return f"{code} ({page})" if page else f"{code} (no public page: {gb_inline(code)})"

@@ -50,10 +50,11 @@ def _status(
     finding: Finding, observed: Observed, used: set[int], used_recompiles: set[int]
 ) -> tuple[Finding, tuple[dict[str, Any], str] | None]:
     rule = rule_by_code(finding.code)
-    if rule is None or not (rule.predicts_break or rule.family == "recompile"):
+    predicts_break = bool(finding.gb_codes)  # per finding: e.g. a `random` call that traces but misbehaves
+    if rule is None or not (predicts_break or rule.family == "recompile"):
         return finding, None  # nothing dynamic to check it against (e.g. a correctness rule)
     real = os.path.realpath(finding.path)
-    if rule.predicts_break:
+    if predicts_break:
         hits = [i for i, (b, _) in enumerate(observed.breaks) if blames(finding, rule, b, real)]
         if hits:
             used.update(hits)

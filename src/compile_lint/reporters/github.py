@@ -7,7 +7,7 @@ in the other formats); GitHub uses the columns only for single-line spans.
 
 from __future__ import annotations
 
-from compile_lint.finding import Finding
+from compile_lint.finding import Finding, gb_reference
 
 COMMAND = {"error": "error", "warning": "warning", "info": "notice"}
 
@@ -38,7 +38,7 @@ def command(finding: Finding) -> str:
 def annotation(finding: Finding) -> str:
     lines = [finding.message]  # the code is the title
     if finding.gb_codes:
-        lines.append(f"predicts: {', '.join(finding.gb_codes)}")
+        lines.append(f"predicts: {', '.join(gb_reference(code) for code in finding.gb_codes)}")
     if finding.fix:
         lines.append(f"fix: {finding.fix}")
     return "\n".join(lines)

@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from compile_lint.analysis.values import Cond, cond_label
-from compile_lint.finding import Finding, gb_page
+from compile_lint.finding import Finding, gb_reference
 
 if TYPE_CHECKING:
     from compile_lint.confirm.session import TargetReport
@@ -52,7 +52,7 @@ def render(console: Console, findings: list[Finding], files: int) -> None:
             width = max(1, end - finding.col)
             console.print(Text(" " * (len(gutter) + finding.col - 1) + "^" * width, style=STYLE[finding.severity]))
         if finding.gb_codes:
-            pages = ", ".join(f"{code} ({gb_page(code)})" for code in finding.gb_codes)
+            pages = ", ".join(gb_reference(code) for code in finding.gb_codes)
             label = "observed" if finding.status in ("confirmed", "dynamic-only") else "predicts"
             console.print(Text(f"      = {label}: ", style="dim") + Text(pages), soft_wrap=True)
         if finding.fix:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Final, Literal
 
 import libcst as cst
 
 from compile_lint.finding import Severity
+from compile_lint.versions import KNOWN, TorchVersion
 
 if TYPE_CHECKING:
     from compile_lint.analysis.walker import RuleContext
@@ -45,10 +46,12 @@ CaptureFlag = Literal["capture_scalar_outputs", "capture_dynamic_output_shape_op
 
 @dataclass(frozen=True)
 class Example:
-    """A source snippet for the docs and the tests: `flags` are the capture flags it assumes."""
+    """A source snippet for the docs and the tests: `flags` are the capture flags it assumes, and
+    `versions` the torch versions it holds for."""
 
     code: str
     flags: tuple[CaptureFlag, ...] = ()
+    versions: tuple[TorchVersion, ...] = KNOWN
 
 
 class Rule:
@@ -63,6 +66,8 @@ class Rule:
     name: ClassVar[str]  # kebab-case, e.g. "tensor-item"
     summary: ClassVar[str]  # one line: what it flags
     gb_codes: ClassVar[tuple[str, ...]]  # official codes of the break it predicts (empty: no break)
+    # Where the codes differ between torch versions: the codes per version (`gb_codes` is their union).
+    gb_codes_by_version: ClassVar[Mapping[TorchVersion, tuple[str, ...]]] = {}
     fix: ClassVar[str]  # one line: how to fix it
     severity: ClassVar[Severity] = "warning"
     scope: ClassVar[Literal["region", "module"]] = "region"
@@ -83,9 +88,9 @@ class Rule:
     def family(self) -> Family:
         return FAMILY_OF_DIGIT[self.code[3]]
 
-    @property
-    def predicts_break(self) -> bool:
-        return bool(self.gb_codes)
+    def codes_for(self, version: TorchVersion) -> tuple[str, ...]:
+        """The GB codes the rule predicts when the project runs torch `version`."""
+        return self.gb_codes_by_version.get(version, self.gb_codes)
 
     def visitors(self) -> Iterator[tuple[type[cst.CSTNode], Callable[[cst.CSTNode, RuleContext], None]]]:
         """The (node type, method) pairs this rule wants to see, from its `visit_<Node>` methods."""

@@ -7,8 +7,15 @@ import libcst as cst
 from compile_lint.analysis.tensors import Kind, dotted_code
 from compile_lint.analysis.walker import RuleContext
 from compile_lint.rules.base import Example, Rule
+from compile_lint.versions import TorchVersion
 
-GB_CODE = {"str": "GB0059", "repr": "GB0569"}  # failed to trace builtin operator / repr() on tensor
+FAILED_BUILTIN = "GB0059"  # Failed to trace builtin operator
+REPR_ON_TENSOR = "GB0569"  # repr() on tensor
+
+
+def gb_code(builtin: str, version: TorchVersion) -> str:
+    """Measured: `str(t)` fails as a builtin in torch 2.13 and goes through repr from 2.14 on."""
+    return FAILED_BUILTIN if builtin == "str" and version < (2, 14) else REPR_ON_TENSOR
 MAX_ARGUMENT = 30
 
 
@@ -21,7 +28,8 @@ class TensorToString(Rule):
     code = "TCL203"
     name = "tensor-to-string"
     summary = "`str(t)` or `repr(t)` of a tensor in a compiled region breaks the graph"
-    gb_codes = ("GB0059", "GB0569")
+    gb_codes = (FAILED_BUILTIN, REPR_ON_TENSOR)
+    gb_codes_by_version = {(2, 13): (FAILED_BUILTIN, REPR_ON_TENSOR), (2, 14): (REPR_ON_TENSOR,)}
     fix = (
         "Format only Python metadata (`str(t.shape)`, `t.dtype`), or guard the formatting with "
         "`if not torch.compiler.is_compiling():`."
@@ -29,12 +37,12 @@ class TensorToString(Rule):
     what = (
         "Flags `str(t)` and `repr(t)` where `t` is a tensor, inside compiled regions. Strings of Python "
         "values (`str(t.shape)`, `str(n)`) and f-strings are not flagged: f-strings with tensors do not "
-        "break in torch 2.13."
+        "break (torch 2.13 and 2.14)."
     )
     why = (
-        "Turning a tensor into text needs its values, which do not exist while Dynamo traces. `str(t)` "
-        "ends the graph with GB0059 (failed to trace builtin operator) and `repr(t)` with GB0569 "
-        "(repr() on tensor); the call runs eagerly and a new graph starts after it."
+        "Turning a tensor into text needs its values, which do not exist while Dynamo traces. `repr(t)` "
+        "ends the graph with GB0569 (repr() on tensor), and so does `str(t)` from torch 2.14 on (torch 2.13: "
+        "GB0059, failed to trace builtin operator); the call runs eagerly and a new graph starts after it."
     )
     example = "@torch.compile\ndef f(x):\n    y = x.softmax(-1)\n    label = str(y)\n    return y, label\n"
     fixed_example = "@torch.compile\ndef f(x):\n    y = x.softmax(-1)\n    label = str(y.shape)\n    return y, label\n"
@@ -53,7 +61,7 @@ class TensorToString(Rule):
 
     def visit_Call(self, node: cst.Call, ctx: RuleContext) -> None:
         func = node.func
-        if not isinstance(func, cst.Name) or func.value not in GB_CODE or func.value in ctx.imports.aliases:
+        if not isinstance(func, cst.Name) or func.value not in ("str", "repr") or func.value in ctx.imports.aliases:
             return
         if len(node.args) != 1 or node.args[0].keyword is not None or node.args[0].star:
             return
@@ -62,11 +70,12 @@ class TensorToString(Rule):
             return
         builtin = func.value
         call = f"{builtin}({argument_text(argument)})"
+        code = gb_code(builtin, ctx.torch_version)
         ctx.report(
             self,
             node,
-            f"`{call}` formats a tensor's values, which Dynamo cannot trace: graph break ({GB_CODE[builtin]})",
-            gb_codes=(GB_CODE[builtin],),
+            f"`{call}` formats a tensor's values, which Dynamo cannot trace: graph break ({code})",
+            gb_codes=(code,),
             fix=(
                 f"Format only metadata (`{builtin}(t.shape)`, `t.dtype`), or move `{call}` under "
                 "`if not torch.compiler.is_compiling():` so it only runs eagerly."

@@ -9,19 +9,23 @@ import libcst as cst
 from compile_lint.analysis.tensors import dotted_code
 from compile_lint.analysis.walker import RuleContext
 from compile_lint.rules.base import Example, Rule
+from compile_lint.versions import TorchVersion
 
 SKIPPED = "GB0007"  # Attempted to call function marked as skipped
 UNSUPPORTED_METHOD = "GB0156"  # Unsupported method call (inside the library code Dynamo inlines)
 DATA_DEPENDENT = "GB0033"  # Data dependent operator: an np.random draw returned as a Python scalar
 UNSUPPORTED_NUMPY = "GB0294"  # attempted to trace numpy function unsupported by PyTorch
 NON_TENSOR_OP = "GB0208"  # torch.* op returned non-Tensor
+NO_TRACEABLE_CALL = "GB4818"  # call to a callable object with no traceable __call__ (json.loads, torch 2.14)
+UNSUPPORTED_HASATTR = "GB0150"  # Unsupported hasattr call (inside inspect.unwrap, torch 2.14)
 
 
 @dataclass(frozen=True)
 class Skipped:
-    """What Dynamo does with one call: the break it logs, why, and what to write instead."""
+    """What Dynamo does with one call: the break it logs (None: it traces the call, but the results
+    differ from eager), why, and what to write instead."""
 
-    gb_code: str
+    gb_code: str | None
     reason: str
     fix: str
 
@@ -52,6 +56,17 @@ JSON = Skipped(
     "runs the json encoder/decoder, which Dynamo cannot trace",
     "Serialize outside the compiled function: return the tensors and call json on the result.",
 )
+JSON_DECODER_2_14 = Skipped(
+    NO_TRACEABLE_CALL,
+    "runs the json decoder, whose scanner Dynamo cannot call",
+    "Parse outside the compiled function and pass the values in.",
+)
+SIGNATURE_OF_DISABLED = Skipped(
+    UNSUPPORTED_HASATTR,
+    "inspects a `@torch.compiler.disable` function: `inspect.unwrap` calls `hasattr` on it, which Dynamo "
+    "cannot trace",
+    "Read the signature once, outside the compiled function (e.g. at import), and use the stored value.",
+)
 FRAME = Skipped(
     SKIPPED,
     "inspects the interpreter's frames, which Dynamo skips",
@@ -76,6 +91,7 @@ TORCH_INITIAL_SEED = Skipped(
 # torch draws Dynamo traces into the graph, for the `random` functions that have one.
 RANDOM_REPLACEMENTS = {
     "random": "torch.rand(())",
+    "uniform": "torch.empty(()).uniform_(a, b)",
     "gauss": "torch.randn(()) * sigma + mu",
     "normalvariate": "torch.randn(()) * sigma + mu",
     "expovariate": "torch.empty(()).exponential_(lambd)",
@@ -84,7 +100,7 @@ RANDOM_REPLACEMENTS = {
     "choices": "torch.multinomial(weights, k, replacement=True)",
     "getrandbits": "torch.randint(2**k, ())",
 }
-# Resolved dotted name -> behaviour, all measured with torch 2.13 (see fixtures/skipped_calls.py).
+# Resolved dotted name -> behaviour, measured with torch 2.13 and 2.14 (see fixtures/skipped_calls.py).
 CALLS: dict[str, Skipped] = {
     "datetime.datetime.now": CLOCK,
     "datetime.datetime.utcnow": CLOCK,
@@ -99,15 +115,37 @@ CALLS: dict[str, Skipped] = {
     "sys._getframe": FRAME,
     "pdb.set_trace": DEBUGGER,
     "time.sleep": SLEEP,
-    "random.seed": RANDOM_SEED,
     "torch.manual_seed": TORCH_SEED,
     "torch.random.manual_seed": TORCH_SEED,
     "torch.get_rng_state": TORCH_SEED,
     "torch.set_rng_state": TORCH_SEED,
     "torch.initial_seed": TORCH_INITIAL_SEED,
 }
-# Dynamo models these three `random` functions in the graph; every other one is skipped.
-RANDOM_TRACED = frozenset({"randint", "randrange", "uniform"})
+# Differences from 2.14 on, measured (docs/torch-versions.md).
+CALLS_2_14: dict[str, Skipped] = {"json.loads": JSON_DECODER_2_14}
+SIGNATURE_CALLS = frozenset({"inspect.signature", "inspect.unwrap"})
+
+# `random` functions Dynamo traces without a break; all others are skipped. Measured (tests/test_python_random.py):
+# the int draws give what eager gives; a float draw comes out wrong under inductor, the default backend
+# (garbage such as -1.6e-33; right with backend="eager"). torch 2.14 adds `random`, `shuffle`, `sample`, `seed`.
+RANDOM_INT_TRACED = frozenset({"randint", "randrange"})
+INDUCTOR_GARBAGE = (
+    "is traced without a graph break, but inductor (the default backend) computes with a wrong value in "
+    "its place (measured: garbage such as -1.6e-33; backend=\"eager\" gets the draw)"
+)
+RANDOM_TRACED_WRONG: dict[TorchVersion, dict[str, str]] = {
+    (2, 13): {"uniform": INDUCTOR_GARBAGE},
+    (2, 14): {
+        "uniform": INDUCTOR_GARBAGE,
+        "random": INDUCTOR_GARBAGE,
+        "shuffle": "is traced without a graph break, but shuffles in the same order on every call: Dynamo "
+        "draws the permutation once, while compiling",
+        "sample": "is traced without a graph break, but returns the same sample on every call: Dynamo draws "
+        "it once, while compiling",
+        "seed": "is traced without a graph break, but the `random` draws after it in the region do not match "
+        "eager (the first call gets another value) and the global RNG is left in another state",
+    },
+}
 
 # np.random under Dynamo goes through torch._numpy.random, which has only these functions.
 NUMPY_RANDOM_TRACED = frozenset(
@@ -155,15 +193,22 @@ def numpy_random(function: str, node: cst.Call) -> Skipped | None:
     return None if sized else NUMPY_SCALAR
 
 
-def python_random(function: str) -> Skipped:
+def python_random(function: str, version: TorchVersion) -> Skipped | None:
+    """Python's `random.<function>()`: traced like eager (None), skipped (a break), or traced wrongly."""
+    if function in RANDOM_INT_TRACED:
+        return None
     replacement = RANDOM_REPLACEMENTS.get(function)
     instead = f"`{replacement}` instead of `random.{function}()`" if replacement else "a torch draw"
-    return Skipped(
-        SKIPPED,
-        "draws from Python's global RNG, which Dynamo skips",
-        f"Use torch's RNG, which Dynamo traces into the graph ({instead}; `random.randint`, "
-        "`randrange` and `uniform` also trace), or draw outside the compiled function and pass the value in.",
+    fix = RANDOM_SEED.fix if function == "seed" else (
+        f"Use torch's RNG, which Dynamo traces into the graph ({instead}), or draw outside the compiled "
+        "function and pass the value in."
     )
+    wrong = RANDOM_TRACED_WRONG[version].get(function)
+    if wrong:
+        return Skipped(None, wrong, fix)
+    if function == "seed":
+        return RANDOM_SEED
+    return Skipped(SKIPPED, "draws from Python's global RNG, which Dynamo skips", fix)
 
 
 # Modules whose every call this rule decides (TCL310 leaves them alone, though Dynamo's skip list has `random`).
@@ -172,11 +217,13 @@ OWNED_MODULES = frozenset({"time", "random", "numpy.random"})
 
 def claims(full: str) -> bool:
     """Does TCL301 decide calls of the resolved name `full` (whether or not they break)?"""
-    return full in CALLS or full.rpartition(".")[0] in OWNED_MODULES
+    return full in CALLS or full in CALLS_2_14 or full.rpartition(".")[0] in OWNED_MODULES
 
 
-def behaviour(full: str, node: cst.Call) -> Skipped | None:
-    """What Dynamo does with a call of the resolved name `full`, or None if it traces it."""
+def behaviour(full: str, node: cst.Call, version: TorchVersion) -> Skipped | None:
+    """What Dynamo does with a call of the resolved name `full`, or None if it traces it like eager."""
+    if version >= (2, 14) and full in CALLS_2_14:
+        return CALLS_2_14[full]
     if full in CALLS:
         return CALLS[full]
     module, _, function = full.rpartition(".")
@@ -185,7 +232,7 @@ def behaviour(full: str, node: cst.Call) -> Skipped | None:
     if module == "time":
         return TIME
     if module == "random":
-        return None if function in RANDOM_TRACED else python_random(function)
+        return python_random(function, version)
     if module == "numpy.random":
         return numpy_random(function, node)
     return None
@@ -195,25 +242,35 @@ class SkippedCall(Rule):
     code = "TCL301"
     name = "skipped-call"
     summary = "Call of a function Dynamo skips or cannot trace (clock, Python RNG, datetime, json, frames, pdb)"
-    gb_codes = (SKIPPED, UNSUPPORTED_METHOD, DATA_DEPENDENT, UNSUPPORTED_NUMPY, NON_TENSOR_OP)
+    gb_codes_by_version = {
+        (2, 13): (SKIPPED, UNSUPPORTED_METHOD, DATA_DEPENDENT, UNSUPPORTED_NUMPY, NON_TENSOR_OP),
+        (2, 14): (SKIPPED, UNSUPPORTED_METHOD, DATA_DEPENDENT, UNSUPPORTED_NUMPY, NON_TENSOR_OP, NO_TRACEABLE_CALL, UNSUPPORTED_HASATTR),
+    }
+    gb_codes = gb_codes_by_version[(2, 14)]
     fix = "Move the call out of the compiled function and pass its result in (each finding names the replacement)."
     what = (
-        "Flags calls, resolved through the file's imports, that Dynamo refuses to trace: `time.*` "
-        "(`time.time`, `perf_counter`, `sleep`, ...), Python's `random.*` except `randint`, `randrange` and "
-        "`uniform`, `np.random.*` draws that return a Python scalar or lie outside torch._numpy, "
-        "`datetime.datetime.now/utcnow/today`, `json.dumps/loads/dump/load`, `inspect.currentframe`, "
-        "`inspect.stack`, `sys._getframe`, `pdb.set_trace`, and torch's global RNG state "
-        "(`torch.manual_seed`, `get_rng_state`, `set_rng_state`, `initial_seed`). "
-        "`re`, `os.environ`, `math` on constants, `itertools` and `inspect.signature` trace fine and are not flagged."
+        "Flags calls, resolved through the file's imports, that Dynamo refuses to trace, or traces into "
+        "results that differ from eager: `time.*` (`time.time`, `perf_counter`, `sleep`, ...), Python's "
+        "`random.*` except `randint` and `randrange`, `np.random.*` draws that return a Python scalar or lie "
+        "outside torch._numpy, `datetime.datetime.now/utcnow/today`, `json.dumps/loads/dump/load`, "
+        "`inspect.currentframe`, `inspect.stack`, `sys._getframe`, `pdb.set_trace`, torch's global RNG state "
+        "(`torch.manual_seed`, `get_rng_state`, `set_rng_state`, `initial_seed`) and, with torch 2.14, "
+        "`inspect.signature` of a `@torch.compiler.disable` function of the same file. "
+        "`re`, `os.environ`, `math` on constants, `itertools` and `inspect.signature` of other functions "
+        "trace fine and are not flagged."
     )
     why = (
         "Dynamo cannot put these calls into a graph: `time` functions, Python's global RNG, frame access, "
         "the debugger and the RNG-state functions are on its skip list (GB0007); `datetime.now` and json "
-        "reach methods it does not support (GB0156); a scalar `np.random` draw is data-dependent "
-        "(GB0033) and other np.random functions are not in torch._numpy (GB0294); `torch.initial_seed` "
-        "returns an int (GB0208). Each ends the graph, runs the call eagerly and starts a new graph. "
-        "Measured with torch 2.13: `random.randint/randrange/uniform`, `np.random.seed/shuffle` and "
-        "sized draws such as `np.random.rand(3)` are traced and do not break."
+        "reach methods it does not support (GB0156; `json.loads` gives GB4818 from torch 2.14 on); a scalar "
+        "`np.random` draw is data-dependent (GB0033) and other np.random functions are not in torch._numpy "
+        "(GB0294); `torch.initial_seed` returns an int (GB0208); with torch 2.14, `inspect.signature` of a "
+        "disabled function calls `hasattr` on it (GB0150). Each ends the graph, runs the call eagerly and "
+        "starts a new graph. Measured: `random.randint/randrange`, `np.random.seed/shuffle` and sized draws "
+        "such as `np.random.rand(3)` are traced and draw what eager draws. Some calls are traced without a "
+        "break but give other results than eager, which is worse: `random.uniform` (and `random.random` "
+        "from torch 2.14 on) compute with garbage under inductor, the default backend; torch 2.14's "
+        "`random.shuffle/sample` give the same result on every call, and its draws after `random.seed` differ."
     )
     example = (
         "import time\n\n@torch.compile\ndef step(x):\n    start = time.perf_counter()\n    y = x.relu()\n"
@@ -227,7 +284,13 @@ class SkippedCall(Rule):
     invalid = (
         Example("from time import perf_counter\n\n@torch.compile\ndef f(x):\n    t = perf_counter()\n    return x\n"),
         Example("import random\n\n@torch.compile\ndef f(x):\n    return x * random.random()\n"),
+        Example("import random\n\n@torch.compile\ndef f(x):\n    return x * random.uniform(0.0, 1.0)\n"),
+        Example("import random\n\n@torch.compile\ndef f(x):\n    return x * random.gauss(0.0, 1.0)\n"),
+        Example("import random\n\n@torch.compile\ndef f(x, order):\n    random.shuffle(order)\n    return x[order]\n"),
         Example("import numpy as np\n\n@torch.compile\ndef f(x):\n    return x + np.random.rand()\n"),
+        Example("import json\n\n@torch.compile\ndef f(x):\n    n = json.loads('1')\n    return x * n\n"),
+        Example("import inspect\n\n@torch.compiler.disable\ndef helper(t):\n    return t\n\n"
+                "@torch.compile\ndef f(x):\n    return x * len(inspect.signature(helper).parameters)\n", versions=((2, 14),)),
         Example(
             "from datetime import datetime\n\n@torch.compile\ndef f(x):\n    stamp = datetime.now()\n    return x\n"
         ),
@@ -240,6 +303,8 @@ class SkippedCall(Rule):
     )
     valid = (
         Example("import random\n\n@torch.compile\ndef f(x):\n    return x * random.randint(1, 3)\n"),
+        Example("import inspect\n\n@torch.compiler.disable\ndef helper(t):\n    return t\n\n"
+                "@torch.compile\ndef f(x):\n    return x * len(inspect.signature(helper).parameters)\n", versions=((2, 13),)),
         Example("import numpy as np\n\n@torch.compile\ndef f(x):\n    return x + torch.from_numpy(np.random.rand(3))\n"),
         Example("import inspect, os, re\n\n@torch.compile\ndef f(x):\n    n = len(inspect.signature(f).parameters)\n"
                 "    home = os.environ.get('HOME', '')\n    m = re.match(r'a+', 'aaa')\n    return x * n\n"),
@@ -254,18 +319,26 @@ class SkippedCall(Rule):
         if not isinstance(head, cst.Name) or head.value not in ctx.imports.aliases:
             return  # only names that come from an import: a local `random` is not the module
         full = ctx.resolve(node.func)
-        found = behaviour(full, node) if full else None
+        if full in SIGNATURE_CALLS:
+            found = self._signature(node, ctx)
+        else:
+            found = behaviour(full, node, ctx.torch_version) if full else None
         if found is None:
             return
         written = dotted_code(node.func)
         shown = f"`{written}()`" if written == full else f"`{written}()` ({full})"
-        ctx.report(
-            self,
-            node,
-            f"{shown} {found.reason}: the graph breaks here ({found.gb_code})",
-            gb_codes=(found.gb_code,),
-            fix=found.fix,
-        )
+        message = f"{shown} {found.reason}"
+        if found.gb_code:
+            message += f": the graph breaks here ({found.gb_code})"
+        ctx.report(self, node, message, gb_codes=(found.gb_code,) if found.gb_code else (), fix=found.fix)
+
+    def _signature(self, node: cst.Call, ctx: RuleContext) -> Skipped | None:
+        """`inspect.signature(f)` of a function the file disables: a break from torch 2.14 on."""
+        if ctx.torch_version < (2, 14) or not node.args or ctx.program is None:
+            return None
+        functions = ctx.facts.value(node.args[0].value).functions()
+        disabled = any((info := ctx.program.function(f.key)) is not None and info.disabled for f in functions)
+        return SIGNATURE_OF_DISABLED if disabled else None
 
 
 RULE = SkippedCall()

@@ -15,9 +15,9 @@ class ObjectIdentity(Rule):
     code = "TCL303"
     name = "tensor-identity"
     summary = "`id(t)` / `hash(t)` on a tensor: using the value makes Dynamo skip the whole frame"
-    # Measured with torch 2.13 (fixtures/object_identity.py), all blamed on the line that uses the value:
-    # GB0055 (arithmetic with a tensor), GB0088 (int arithmetic such as `% 7`), GB4501 (the value is
-    # returned or stored in a global), GB9316 (compared with `==`, followed by GB4501).
+    # Measured (fixtures/object_identity.py), all blamed on the line that uses the value: GB0055
+    # (arithmetic with a tensor), GB0088 (int arithmetic such as `% 7` in torch 2.13; GB0055 in 2.14),
+    # GB4501 (the value is returned or stored in a global), GB9316 (compared with `==`, then GB4501).
     gb_codes = ("GB0055", "GB0088", "GB4501", "GB9316")
     frame_skip = True
     fix = (

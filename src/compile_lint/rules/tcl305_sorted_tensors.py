@@ -37,6 +37,10 @@ class SortedTensors(Rule):
         "`sorted()` / `list.sort()` over tensors, or `min`/`max`/`sorted` by a tensor-valued key, breaks the graph"
     )
     gb_codes = (NON_CONSTANT_SORT, BUILTIN_ON_TENSOR, KEYED_MIN_MAX, BUILTIN_HANDLER)
+    gb_codes_by_version = {
+        (2, 13): (NON_CONSTANT_SORT, BUILTIN_ON_TENSOR, BUILTIN_HANDLER),
+        (2, 14): (NON_CONSTANT_SORT, BUILTIN_ON_TENSOR, KEYED_MIN_MAX),
+    }
     fix = "Stack and sort in torch: `torch.stack(parts).sort()` gives values and indices; or sort by a static key such as `t.shape`."
     what = (
         "Flags `sorted(seq)` and `seq.sort()` inside compiled regions when the elements are tensors (a "

@@ -37,6 +37,10 @@ class InlineDisable(Rule):
     name = "inline-disable"
     summary = "`torch.compiler.disable(fn)` called inside a compiled region: two breaks where one would do"
     gb_codes = (SKIPPED, DYNAMO_DISABLE_CALL, COMPILER_DISABLE_CALL, SKIP_CALLING, SKIP_INLINING)
+    gb_codes_by_version = {
+        (2, 13): (SKIPPED, SKIP_CALLING, SKIP_INLINING),
+        (2, 14): (DYNAMO_DISABLE_CALL, COMPILER_DISABLE_CALL, SKIP_CALLING, SKIP_INLINING),
+    }
     fix = (
         "Disable the function where it is defined (`@torch.compiler.disable`), or wrap it once at module "
         "level (`eager_fn = torch.compiler.disable(fn)`) and call `eager_fn(...)` in the region."

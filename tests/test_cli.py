@@ -15,7 +15,19 @@ from compile_lint.engine import lint
 from fixture_support import FIXTURES
 
 BAD_STEP = "import torch\n\n@torch.compile\ndef step(x):\n    return x * x.sum().item(){noqa}\n"
-FINDING_KEYS = {"path", "line", "col", "end_line", "end_col", "code", "message", "gb_codes", "severity", "fix", "status"}
+FINDING_KEYS = {
+    "path",
+    "line",
+    "col",
+    "end_line",
+    "end_col",
+    "code",
+    "message",
+    "gb_codes",
+    "severity",
+    "fix",
+    "status",
+}
 
 
 def run(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -91,7 +103,9 @@ def test_json_schema(tmp_path: Path) -> None:
     assert (finding["line"], finding["col"], finding["end_line"], finding["end_col"]) == (5, 16, 5, 30)
 
 
-@pytest.mark.parametrize(("noqa", "reported"), [("  # noqa", False), ("  # noqa: TCL101", False), ("  # noqa: TCL201", True)])
+@pytest.mark.parametrize(
+    ("noqa", "reported"), [("  # noqa", False), ("  # noqa: TCL101", False), ("  # noqa: TCL201", True)]
+)
 def test_noqa(tmp_path: Path, noqa: str, reported: bool) -> None:
     write(tmp_path, "step.py", BAD_STEP.format(noqa=noqa))
     result = run("step.py", "--no-cache", cwd=tmp_path)

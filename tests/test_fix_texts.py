@@ -22,11 +22,17 @@ def test_item_in_arithmetic_gets_detach_on_its_receiver() -> None:
 
 
 def test_each_branch_construct_gets_its_own_fix() -> None:
-    assert "y = torch.where(x.sum() > 0, a, b)" in fixes("    if x.sum() > 0:\n        x = x + 1\n    return x\n")["TCL103"]
+    assert (
+        "y = torch.where(x.sum() > 0, a, b)"
+        in fixes("    if x.sum() > 0:\n        x = x + 1\n    return x\n")["TCL103"]
+    )
     assert "fixed number of steps" in fixes("    while (x > 0).all():\n        x = x - 1\n    return x\n")["TCL103"]
     assert "torch.logical_and" in fixes("    z = (x.sum() > 0) and (u.sum() > 0)\n    return z\n")["TCL103"]
     assert "torch.logical_not((x > 9).any()).all()" in fixes("    assert not (x > 9).any()\n    return x\n")["TCL103"]
 
 
 def test_print_fix_names_the_call() -> None:
-    assert "`if not torch.compiler.is_compiling(): print(x.shape)`" in fixes("    print(x.shape)\n    return x\n")["TCL201"]
+    assert (
+        "`if not torch.compiler.is_compiling(): print(x.shape)`"
+        in fixes("    print(x.shape)\n    return x\n")["TCL201"]
+    )

@@ -50,8 +50,7 @@ def test_expectations_name_only_known_versions(tmp_path: Path) -> None:
 def test_a_version_expectation_overrides_the_general_one(tmp_path: Path) -> None:
     fixture = tmp_path / "both.py"
     fixture.write_text(
-        "a = 1  # expect: TCL203  # expect[2.14]: TCL203 GB0569, TCL101\n"
-        "b = 2  # expect[2.13]: TCL204 GB0291 GB4841\n"
+        "a = 1  # expect: TCL203  # expect[2.14]: TCL203 GB0569, TCL101\nb = 2  # expect[2.13]: TCL204 GB0291 GB4841\n"
     )
     assert expectations(fixture, (2, 13)) == {1: {"TCL203": frozenset()}, 2: {"TCL204": {"GB0291", "GB4841"}}}
     assert expectations(fixture, (2, 14)) == {1: {"TCL203": {"GB0569"}, "TCL101": frozenset()}}

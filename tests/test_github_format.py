@@ -51,7 +51,9 @@ def test_seed_fixture_annotation() -> None:
     assert name == "warning" and properties["title"] == "TCL101"
     first, predicts, fix = message.split("\n")
     assert predicts == "predicts: GB0124 (https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0124.html)"
-    assert "`.item()`" in first and fix.startswith("fix: Keep the condition a tensor: select with `torch.where(y.sum() > 0")
+    assert "`.item()`" in first and fix.startswith(
+        "fix: Keep the condition a tensor: select with `torch.where(y.sum() > 0"
+    )
 
 
 @pytest.mark.parametrize(("severity", "command"), [("error", "error"), ("warning", "warning"), ("info", "notice")])

@@ -16,9 +16,7 @@ np = pytest.importorskip("numpy")
 
 @pytest.fixture(scope="module")
 def fixture() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "numpy_and_config_fixture", FIXTURES / "numpy_and_config.py"
-    )
+    spec = importlib.util.spec_from_file_location("numpy_and_config_fixture", FIXTURES / "numpy_and_config.py")
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -40,7 +40,9 @@ def test_helpers_reached_through_self_imports_and_module_attributes(tmp_path: Pa
         "class Net(Base):\n    def forward(self, x):\n        return more.shift(scale(self._norm(x)))\n",
     )
     write(tmp_path / "pkg" / "__init__.py", "")
-    write(tmp_path / "pkg" / "util.py", "def scale(x):\n    return x * x.max().item()\n\ndef unused(x):\n    print(x)\n")
+    write(
+        tmp_path / "pkg" / "util.py", "def scale(x):\n    return x * x.max().item()\n\ndef unused(x):\n    print(x)\n"
+    )
     write(tmp_path / "pkg" / "more.py", "def shift(x):\n    print('shift')\n    return x\n")
     result = lint([str(tmp_path)], Config(root=tmp_path), use_cache=False)
     messages = {(Path(f.path).name, f.code): f.message for f in result.findings}

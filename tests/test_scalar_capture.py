@@ -22,7 +22,9 @@ def tcl102_lines(flags: set[str]) -> set[int]:
 
 
 def test_static_capture_flag_keeps_only_the_loop_bound() -> None:
-    expected = {line for line, codes in expected_codes(SCALARS, NEWEST).items() if "TCL102" in codes}  # lint_source's default
+    expected = {
+        line for line, codes in expected_codes(SCALARS, NEWEST).items() if "TCL102" in codes
+    }  # lint_source's default
     assert LOOP_LINE in expected and len(expected) > 1
     assert tcl102_lines(set()) == expected
     assert tcl102_lines({"capture_scalar_outputs"}) == {LOOP_LINE}

@@ -8,12 +8,14 @@ findings of a whole run, keyed by every file's content and the options.
 from __future__ import annotations
 
 import ast
+import gc
 import hashlib
 import json
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from functools import cache
 from pathlib import Path
@@ -131,8 +133,26 @@ def load_source(path: str, module: str) -> FileIndex | None:
         return None
 
 
+@contextmanager
+def _without_cycle_collection() -> Iterator[None]:
+    """Every tree stays alive until the project is done, and the cycle collector would rescan those
+    millions of objects again and again (measured: a third of the analysis); they hold no cycles."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def analyze(items: list[tuple[str, bytes]], options: Options) -> list[Finding]:
     """Findings of the files as one project (no noqa or select filtering)."""
+    with _without_cycle_collection():
+        return _analyze(items, options)
+
+
+def _analyze(items: list[tuple[str, bytes]], options: Options) -> list[Finding]:
     indexes: list[FileIndex] = []
     errors: list[Finding] = []
     for path, data in items:

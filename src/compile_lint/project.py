@@ -13,7 +13,7 @@ import libcst as cst
 from compile_lint.analysis.flow import CallSite, Flow
 from compile_lint.analysis.index import FileIndex, FunctionInfo
 from compile_lint.analysis.nodes import iter_nodes
-from compile_lint.analysis.positions import spans_of
+from compile_lint.analysis.positions import Span, function_starts, spans_in_function, spans_of
 from compile_lint.analysis.program import Program, SourceLoader
 from compile_lint.analysis.regions import Reach, Reachability, Root, find_roots
 from compile_lint.analysis.tensors import TensorFacts
@@ -157,7 +157,7 @@ class Project:
 
     def _to_findings(self, index: FileIndex, reports: list[tuple[Pending, Reach | None]]) -> Iterator[Finding]:
         kept = [(p, reach) for p, reach in reports if self._holds(p, index.path)]
-        spans = spans_of(index.tree, [p.node for p, _ in kept])
+        spans = self._spans(index, [p for p, _ in kept])
         seen: set[tuple[int, int, str]] = set()
         for pending, reach in kept:
             line, col, end_line, end_col = spans[id(pending.node)]
@@ -181,6 +181,24 @@ class Project:
                 function=pending.owner,
                 path_condition=cond_label(Cond(pending.path_cond)),
             )
+
+    def _spans(self, index: FileIndex, reports: list[Pending]) -> dict[int, Span]:
+        """Positions of the reported nodes, generating code only for the functions that hold them (a
+        whole module's code generation costs more than the rest of the analysis)."""
+        by_owner: dict[str | None, list[cst.CSTNode]] = {}
+        for pending in reports:
+            by_owner.setdefault(pending.owner, []).append(pending.node)
+        starts = function_starts(index.text) if any(owner is not None for owner in by_owner) else {}
+        spans: dict[int, Span] = {}
+        whole: list[cst.CSTNode] = []
+        for owner, nodes in by_owner.items():
+            info = index.functions.get(owner) if owner is not None else None
+            if info is not None and owner in starts:
+                spans.update(spans_in_function(index.tree, info.node, starts[owner], nodes))
+            else:
+                whole.extend(nodes)
+        spans.update(spans_of(index.tree, whole))
+        return spans
 
     def _holds(self, pending: Pending, path: str) -> bool:
         if self.options.mode == "inference" and pending.path_cond & Cond.TRAINING:

@@ -120,7 +120,7 @@ class Flow:
         if self.watching:
             self.emit(node)
         falls = self.block(_body(node.body))
-        if self.function.is_generator() and self.visitor is None:
+        if self.visitor is None and self.function.is_generator:
             return Value.of(Seq(UNKNOWN_VALUE))
         returned = join_all(self.returns)
         return returned.join(NONE_VALUE) if falls else returned

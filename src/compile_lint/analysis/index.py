@@ -45,13 +45,7 @@ class FunctionInfo:
     decorators: list[cst.BaseExpression] = field(default_factory=list)  # other decorators, as written
     kind: Literal["function", "method", "staticmethod", "classmethod", "property"] = "function"
     assigned_attributes: set[str] = field(default_factory=set)  # `self.x = ...` in its body
-    _generator: bool | None = None
-
-    def is_generator(self) -> bool:
-        """A `yield` in its own body (computed on demand: it walks every expression)."""
-        if self._generator is None:
-            self._generator = _has_yield(self.node)
-        return self._generator
+    is_generator: bool = False  # a `yield` statement (or `x = yield ...`) in its own body
 
     @property
     def path(self) -> str:
@@ -151,6 +145,9 @@ class _Indexer:
                 written = dotted(target)
                 if written and written.startswith("self.") and written.count(".") == 1:
                     function.assigned_attributes.add(written[5:])
+            value = getattr(node, "value", None)
+            if isinstance(value, (cst.Yield, cst.Await)) and isinstance(node, (cst.Expr, cst.Assign, cst.AnnAssign)):
+                function.is_generator = function.is_generator or isinstance(value, cst.Yield)
             if isinstance(node, cst.Expr) and _registers_attribute(node.value):
                 function.assigned_attributes.add("<registered>")
         elif cls is not None and isinstance(node, (cst.Assign, cst.AnnAssign)):
@@ -240,12 +237,6 @@ def _assigned(node: cst.BaseSmallStatement) -> list[cst.BaseExpression]:
 def _registers_attribute(value: cst.BaseExpression) -> bool:
     func = value.func if isinstance(value, cst.Call) else None
     return isinstance(func, cst.Attribute) and func.attr.value in ("register_buffer", "register_parameter")
-
-
-def _has_yield(node: cst.FunctionDef) -> bool:
-    """A `yield` in the function's own body (not in a nested function or lambda)."""
-    nested = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
-    return any(isinstance(n, cst.Yield) for n in iter_nodes(node.body, prune=nested))
 
 
 def _scan_expressions(index: FileIndex) -> None:

@@ -7,6 +7,7 @@ code once, counting lines as it goes, and records just those.
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
@@ -62,4 +63,41 @@ def spans_of(module: cst.Module, nodes: Iterable[cst.CSTNode]) -> dict[int, Span
         return {}
     recorder = _SpanRecorder(module, targets)
     module._codegen(recorder)
+    return recorder.spans
+
+
+def function_starts(text: str) -> dict[str, tuple[int, str]]:
+    """Qualified name -> (line of its first decorator or `def`, indentation) of every function that is
+    not nested in another, from Python's own parser (much cheaper than libcst's positions)."""
+    starts: dict[str, tuple[int, str]] = {}
+    lines = text.splitlines()
+    try:
+        pending: list[tuple[str, list[ast.stmt]]] = [("", ast.parse(text).body)]
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return starts  # libcst accepts what this Python does not: the caller falls back to the whole module
+    while pending:
+        prefix, body = pending.pop()
+        for node in body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                line = node.decorator_list[0].lineno if node.decorator_list else node.lineno
+                starts[prefix + node.name] = (line, lines[node.lineno - 1][: node.col_offset])
+            elif isinstance(node, ast.ClassDef):
+                pending.append((f"{prefix}{node.name}.", node.body))
+            elif isinstance(node, (ast.If, ast.Try, ast.With, ast.For, ast.While)):
+                pending.append((prefix, [*node.body, *getattr(node, "orelse", []), *getattr(node, "finalbody", [])]))
+    return starts
+
+
+def spans_in_function(
+    module: cst.Module, function: cst.FunctionDef, start: tuple[int, str], nodes: Iterable[cst.CSTNode]
+) -> dict[int, Span]:
+    """`spans_of` for nodes inside `function`, generating the code of that function only. `start` is the
+    line of its first decorator (or `def`) and its indentation, as `function_starts` gives them."""
+    targets = {id(node) for node in nodes}
+    line, indent = start
+    recorder = _SpanRecorder(module, targets)
+    recorder.line = line - len(function.leading_lines)
+    if indent:
+        recorder.indent_tokens.append(indent)
+    function._codegen(recorder)
     return recorder.spans

@@ -75,6 +75,8 @@ class Program:
         self._module_reasons: dict[ClassKey, str | None] = {}
         self._none_checks: dict[FunctionKey, str | None] = {}
         self._missing_modules: set[str] = set()
+        self._module_files: dict[str, FileIndex | None] = {}
+        self._imports: dict[tuple[str, str], Value | None] = {}
 
     def _register(self, index: FileIndex) -> None:
         self.files[index.path] = index
@@ -118,6 +120,11 @@ class Program:
         return self._linted_module(module) or self._load_source(installed_source(module), module)
 
     def _linted_module(self, module: str) -> FileIndex | None:
+        if module not in self._module_files:
+            self._module_files[module] = self._find_linted_module(module)
+        return self._module_files[module]
+
+    def _find_linted_module(self, module: str) -> FileIndex | None:
         path = self._by_module.get(module)
         if path is not None:
             return self.files[path]
@@ -141,6 +148,12 @@ class Program:
 
     def import_value(self, importer: str, full: str) -> Value | None:
         """The function, class or global an imported dotted name refers to, if it is in readable source."""
+        key = (importer, full)
+        if key not in self._imports:
+            self._imports[key] = self._import_value(importer, full)
+        return self._imports[key]
+
+    def _import_value(self, importer: str, full: str) -> Value | None:
         parts = full.split(".")
         for cut in range(len(parts) - 1, 0, -1):
             module = ".".join(parts[:cut])

@@ -16,6 +16,8 @@ REPR_ON_TENSOR = "GB0569"  # repr() on tensor
 def gb_code(builtin: str, version: TorchVersion) -> str:
     """Measured: `str(t)` fails as a builtin in torch 2.13 and goes through repr from 2.14 on."""
     return FAILED_BUILTIN if builtin == "str" and version < (2, 14) else REPR_ON_TENSOR
+
+
 MAX_ARGUMENT = 30
 
 

@@ -251,7 +251,11 @@ class LoggingCall(Rule):
         shown = blocks_reorder(node)
         if shown is None:
             return
-        change = "drop the keyword argument" if shown.endswith("=...") else f"format `{shown}` into the message (an f-string)"
+        change = (
+            "drop the keyword argument"
+            if shown.endswith("=...")
+            else f"format `{shown}` into the message (an f-string)"
+        )
         ctx.report(
             self,
             node,

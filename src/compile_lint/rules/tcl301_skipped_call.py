@@ -63,8 +63,7 @@ JSON_DECODER_2_14 = Skipped(
 )
 SIGNATURE_OF_DISABLED = Skipped(
     UNSUPPORTED_HASATTR,
-    "inspects a `@torch.compiler.disable` function: `inspect.unwrap` calls `hasattr` on it, which Dynamo "
-    "cannot trace",
+    "inspects a `@torch.compiler.disable` function: `inspect.unwrap` calls `hasattr` on it, which Dynamo cannot trace",
     "Read the signature once, outside the compiled function (e.g. at import), and use the stored value.",
 )
 FRAME = Skipped(
@@ -131,7 +130,7 @@ SIGNATURE_CALLS = frozenset({"inspect.signature", "inspect.unwrap"})
 RANDOM_INT_TRACED = frozenset({"randint", "randrange"})
 INDUCTOR_GARBAGE = (
     "is traced without a graph break, but inductor (the default backend) computes with a wrong value in "
-    "its place (measured: garbage such as -1.6e-33; backend=\"eager\" gets the draw)"
+    'its place (measured: garbage such as -1.6e-33; backend="eager" gets the draw)'
 )
 RANDOM_TRACED_WRONG: dict[TorchVersion, dict[str, str]] = {
     (2, 13): {"uniform": INDUCTOR_GARBAGE},
@@ -199,9 +198,13 @@ def python_random(function: str, version: TorchVersion) -> Skipped | None:
         return None
     replacement = RANDOM_REPLACEMENTS.get(function)
     instead = f"`{replacement}` instead of `random.{function}()`" if replacement else "a torch draw"
-    fix = RANDOM_SEED.fix if function == "seed" else (
-        f"Use torch's RNG, which Dynamo traces into the graph ({instead}), or draw outside the compiled "
-        "function and pass the value in."
+    fix = (
+        RANDOM_SEED.fix
+        if function == "seed"
+        else (
+            f"Use torch's RNG, which Dynamo traces into the graph ({instead}), or draw outside the compiled "
+            "function and pass the value in."
+        )
     )
     wrong = RANDOM_TRACED_WRONG[version].get(function)
     if wrong:
@@ -244,7 +247,15 @@ class SkippedCall(Rule):
     summary = "Call of a function Dynamo skips or cannot trace (clock, Python RNG, datetime, json, frames, pdb)"
     gb_codes_by_version = {
         (2, 13): (SKIPPED, UNSUPPORTED_METHOD, DATA_DEPENDENT, UNSUPPORTED_NUMPY, NON_TENSOR_OP),
-        (2, 14): (SKIPPED, UNSUPPORTED_METHOD, DATA_DEPENDENT, UNSUPPORTED_NUMPY, NON_TENSOR_OP, NO_TRACEABLE_CALL, UNSUPPORTED_HASATTR),
+        (2, 14): (
+            SKIPPED,
+            UNSUPPORTED_METHOD,
+            DATA_DEPENDENT,
+            UNSUPPORTED_NUMPY,
+            NON_TENSOR_OP,
+            NO_TRACEABLE_CALL,
+            UNSUPPORTED_HASATTR,
+        ),
     }
     gb_codes = gb_codes_by_version[(2, 14)]
     fix = "Move the call out of the compiled function and pass its result in (each finding names the replacement)."
@@ -289,8 +300,11 @@ class SkippedCall(Rule):
         Example("import random\n\n@torch.compile\ndef f(x, order):\n    random.shuffle(order)\n    return x[order]\n"),
         Example("import numpy as np\n\n@torch.compile\ndef f(x):\n    return x + np.random.rand()\n"),
         Example("import json\n\n@torch.compile\ndef f(x):\n    n = json.loads('1')\n    return x * n\n"),
-        Example("import inspect\n\n@torch.compiler.disable\ndef helper(t):\n    return t\n\n"
-                "@torch.compile\ndef f(x):\n    return x * len(inspect.signature(helper).parameters)\n", versions=((2, 14),)),
+        Example(
+            "import inspect\n\n@torch.compiler.disable\ndef helper(t):\n    return t\n\n"
+            "@torch.compile\ndef f(x):\n    return x * len(inspect.signature(helper).parameters)\n",
+            versions=((2, 14),),
+        ),
         Example(
             "from datetime import datetime\n\n@torch.compile\ndef f(x):\n    stamp = datetime.now()\n    return x\n"
         ),

@@ -41,6 +41,18 @@ def sibling_source(path: str, written: str) -> str | None:
     return _source_in(folder, rest)
 
 
+def rooted_source(path: str, module: str, written: str) -> str | None:
+    """An absolute module found next to the importing file's top package (`src/` layouts, scripts run
+    from their folder): `pkg.utils` imported by `src/pkg/models/bert.py` (module `pkg.models.bert`)."""
+    depth = len(module.split(".")) if module else 1
+    if Path(path).name == "__init__.py":
+        depth += 1
+    parents = Path(path).resolve().parents
+    if depth - 1 >= len(parents):
+        return None
+    return _source_in(parents[depth - 1], written.split("."))
+
+
 def _source_in(folder: Path, parts: list[str]) -> str | None:
     target = folder.joinpath(*parts) if parts else folder
     for candidate in (target.with_suffix(".py") if parts else None, target / "__init__.py"):

@@ -15,9 +15,10 @@ import libcst as cst
 
 from compile_lint.analysis.annotations import annotation_value
 from compile_lint.analysis.flow import Env, Flow
-from compile_lint.analysis.index import ClassInfo, FileIndex, FunctionInfo
-from compile_lint.analysis.names import dotted
-from compile_lint.analysis.packages import installed_source, relative_module, sibling_source
+from compile_lint.analysis.index import COMPILE, DISABLE, ClassInfo, FileIndex, FunctionInfo
+from compile_lint.analysis.names import ImportMap, dotted
+from compile_lint.analysis.nodes import iter_nodes
+from compile_lint.analysis.packages import installed_source, relative_module, rooted_source, sibling_source
 from compile_lint.analysis.tensors import (
     CallTarget,
     TensorFacts,
@@ -77,6 +78,38 @@ class Program:
         self._missing_modules: set[str] = set()
         self._module_files: dict[str, FileIndex | None] = {}
         self._imports: dict[tuple[str, str], Value | None] = {}
+        for info in list(self._functions.values()):
+            if info.decorators:
+                self._resolve_decorators(info)
+
+    def _resolve_decorators(self, info: FunctionInfo) -> None:
+        """Decorators that are `torch.compile` / `torch.compiler.disable` under another name: an alias
+        (`disable = torch.compiler.disable`) or a function of the user's that applies them."""
+        facts = TensorFacts(self.files[info.path].imports, self, info.path)
+        kept = []
+        for expression in info.decorators:
+            call = expression if isinstance(expression, cst.Call) else None
+            kind = self._decorator_kind(facts.value(call.func if call else expression))
+            if kind == "compile":
+                info.compiled = True
+            elif kind == "disable":
+                info.disabled = "non-recursive" if call is not None and _not_recursive(call) else "recursive"
+            else:
+                kept.append(expression)
+        info.decorators = kept
+
+    def _decorator_kind(self, value: Value) -> str | None:
+        for atom in value:
+            if isinstance(atom, External) and atom.name in COMPILE:
+                return "compile"
+            if isinstance(atom, External) and atom.name in DISABLE:
+                return "disable"
+            if isinstance(atom, Function):
+                wrapper = self._functions.get(atom.key)
+                applied = _applied_decorator(wrapper, self.files[wrapper.path].imports) if wrapper else None
+                if applied is not None:
+                    return applied
+        return None
 
     def _register(self, index: FileIndex) -> None:
         self.files[index.path] = index
@@ -117,7 +150,9 @@ class Program:
             absolute = relative_module(index.module, importer.endswith("__init__.py"), module)
             found = self._linted_module(absolute) if absolute else None
             return found or self._load_source(sibling_source(importer, module), absolute or module)
-        return self._linted_module(module) or self._load_source(installed_source(module), module)
+        index = self.files[importer]
+        found = self._linted_module(module) or self._load_source(rooted_source(importer, index.module, module), module)
+        return found or self._load_source(installed_source(module), module)
 
     def _linted_module(self, module: str) -> FileIndex | None:
         if module not in self._module_files:
@@ -533,3 +568,22 @@ def _known_package(name: str) -> bool:
     """A base from torch, the standard library or builtins: resolved, and not an nn.Module."""
     top = name.split(".", 1)[0]
     return name in KNOWN_BASES or top == "torch" or top in sys.stdlib_module_names
+
+
+def _applied_decorator(info: FunctionInfo, imports: ImportMap) -> str | None:
+    """ "disable" / "compile" when the function's own code calls torch.compiler.disable / torch.compile."""
+    for node in iter_nodes(info.node.body):
+        if isinstance(node, cst.Call):
+            name = imports.resolve(node.func)
+            if name in DISABLE:
+                return "disable"
+            if name in COMPILE:
+                return "compile"
+    return None
+
+
+def _not_recursive(call: cst.Call) -> bool:
+    return any(
+        arg.keyword is not None and arg.keyword.value == "recursive" and dotted(arg.value) == "False"
+        for arg in call.args
+    )

@@ -749,6 +749,11 @@ def _to_bool(node: cst.Call, facts: TensorFacts) -> bool:
 
 def library_call_value(name: str, node: cst.Call, facts: TensorFacts) -> Value | None:
     """Calls into torch, numpy, einops, math...; None when the name is not one we model."""
+    last = name.rsplit(".", 1)[-1]
+    if last in COMPILING:  # also from libraries we cannot read: `transformers.utils.is_torchdynamo_compiling`
+        return TRUE_VALUE
+    if last in OTHER_TRACERS:
+        return FALSE_VALUE
     if name.startswith("torch."):
         value = torch_call_value(name)
         dtypes = [a.value for a in node.args if a.keyword and a.keyword.value == "dtype"]

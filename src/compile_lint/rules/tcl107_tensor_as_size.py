@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from compile_lint.analysis.tensors import short_code
+from compile_lint.analysis.values import NUMPY
 from compile_lint.analysis.walker import RuleContext
 from compile_lint.rules.base import Example, Rule
 from compile_lint.versions import TorchVersion
@@ -118,6 +119,17 @@ class TensorAsSize(Rule):
             if not isinstance(index, cst.Slice):
                 continue
             bound = self._first_tensor([b for b in (index.lower, index.upper, index.step) if b is not None], ctx)
+            if bound is not None and ctx.facts.value(bound).only((NUMPY,)):
+                ctx.report(
+                    self,
+                    node,
+                    f"The slice bound `{short_code(bound)}` is a numpy value, which Dynamo traces as a tensor: "
+                    f"slicing `{short_code(node.value)}` with it is data-dependent ({DATA_DEPENDENT})",
+                    gb_codes=(DATA_DEPENDENT,),
+                    fix=f"Compute `{short_code(bound)}` with Python ints (e.g. `sum(...)` over a list or tuple "
+                    "attribute), or slice outside the compiled region.",
+                )
+                return
             if bound is not None:
                 ctx.report(
                     self,

@@ -128,7 +128,12 @@ def test_every_severity_status_and_detail_stays_valid(tmp_path: Path) -> None:
     }
     assert "ruleIndex" not in results[2] and results[2]["properties"]["details"] == {"gb_type": "x"}
     assert results[2]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "sub%20dir/100%25.py"
-    assert results[3]["properties"] == {"gbCodes": ["GB0170"], "status": "confirmed", "fix": "use torch.where"}
+    assert results[3]["properties"] == {
+        "gbCodes": ["GB0170"],
+        "status": "confirmed",
+        "pathCondition": "default",
+        "fix": "use torch.where",
+    }
 
 
 def test_clean_run_is_valid_with_no_results(tmp_path: Path) -> None:

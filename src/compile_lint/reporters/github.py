@@ -37,6 +37,8 @@ def command(finding: Finding) -> str:
 
 def annotation(finding: Finding) -> str:
     lines = [finding.message]  # the code is the title
+    if finding.path_condition != "default":
+        lines.append(f"only when: {finding.path_condition}")
     if finding.gb_codes:
         lines.append(f"predicts: {', '.join(gb_reference(code) for code in finding.gb_codes)}")
     if finding.fix:

@@ -2,7 +2,8 @@
 
 Every rule gets a `reportingDescriptor` built from the same docs as `compile-lint rule CODE`;
 each result carries its span (1-based columns, `endColumn` one past the span, counted in code
-points) and, in `properties`, the predicted GB codes, the `--confirm` status and the fix.
+points) and, in `properties`, the predicted GB codes, the `--confirm` status, the path condition (when
+the line runs: `default`, `training`, `loss`, ...) and the fix.
 """
 
 from __future__ import annotations
@@ -53,7 +54,11 @@ def artifact_location(path: str) -> dict[str, str]:
 
 
 def result(finding: Finding, index: dict[str, int]) -> dict[str, Any]:
-    properties: dict[str, Any] = {"gbCodes": finding.gb_codes, "status": finding.status}
+    properties: dict[str, Any] = {
+        "gbCodes": finding.gb_codes,
+        "status": finding.status,
+        "pathCondition": finding.path_condition,
+    }
     if finding.fix:
         properties["fix"] = finding.fix
     if finding.function:

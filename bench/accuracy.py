@@ -500,9 +500,11 @@ def main() -> None:
         return
     truth = load_truth(args.refresh_truth)
     started = time.perf_counter()
-    evaluation = evaluate(truth, predict())
-    print(f"corpus: {len(truth['models'])} models, torch {truth['versions']['torch']}; lint + scoring "
-          f"{time.perf_counter() - started:.0f} s")  # fmt: skip
+    predictions = predict()
+    linted = time.perf_counter()
+    evaluation = evaluate(truth, predictions)
+    print(f"corpus: {len(truth['models'])} models, torch {truth['versions']['torch']}; lint {linted - started:.0f} s, "
+          f"scoring {time.perf_counter() - linted:.1f} s")  # fmt: skip
     print_failures(evaluation.failures)
     print_table(evaluation.scores)
     if args.details:

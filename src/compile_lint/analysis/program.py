@@ -25,6 +25,7 @@ from compile_lint.analysis.tensors import (
     default_param_value,
     literal_value,
     param_names,
+    short_code,
 )
 from compile_lint.analysis.values import (
     BOOL_VALUE,
@@ -284,8 +285,8 @@ class Program:
                 break
         if reason is None and unresolved and "forward" in info.methods and self.files[info.path].imports_torch:
             reason = (
-                f"assumed: its base `{unresolved[0]}` could not be read, it defines `forward` "
-                "and its file imports torch"
+                f"is assumed to be one: its base `{unresolved[0]}` could not be read, it defines `forward` "
+                "and its file imports torch (`exclude-regions` in the config says otherwise)"
             )
         self._module_reasons[key] = reason
         return reason
@@ -405,7 +406,7 @@ class Program:
         func = node.func
         callee = facts.value(func)
         positional, keywords, starred = facts.arguments(node)
-        text = dotted(func) or "call"
+        text = dotted(func) or short_code(func)
         targets: list[CallTarget] = []
         for atom in callee:
             if isinstance(atom, Function):

@@ -23,6 +23,9 @@ from compile_lint.analysis.names import dotted
 from compile_lint.analysis.nodes import children
 from compile_lint.analysis.tensors import CallTarget, TensorFacts, combine, param_names
 from compile_lint.analysis.values import (
+    BOOL_VALUE,
+    FLOAT_VALUE,
+    INT_VALUE,
     NONE,
     NONE_VALUE,
     OBJECT_VALUE,
@@ -45,6 +48,8 @@ LOSS_NAMES = re.compile(r"(^|_)(labels?|targets?|loss|start_positions|end_positi
 TRAINING_NAMES = re.compile(
     r"(^|[._])(training|gradient_checkpointing|use_checkpoint|checkpointing|grad_checkpointing)$"
 )
+TENSOR_CLASSES = frozenset({"torch.Tensor", "torch.nn.Parameter"})
+NUMBER_CLASSES = {"int": INT_VALUE, "float": FLOAT_VALUE, "bool": BOOL_VALUE, "complex": FLOAT_VALUE}
 REGISTER = frozenset({"register_buffer", "register_parameter"})
 GROWING = frozenset({"append", "extend", "insert", "add"})
 
@@ -470,11 +475,26 @@ class Flow:
         if isinstance(test, (cst.Name, cst.Attribute)) and truth:
             self._narrow_none(test, is_none=False)
         elif isinstance(test, cst.Call) and dotted(test.func) == "isinstance" and len(test.args) == 2:
-            classes = self.index.imports.resolve(test.args[1].value) or ""
-            if classes in ("torch.Tensor", "torch.nn.Parameter") and isinstance(test.args[0].value, cst.Name):
-                current = self.facts.value(test.args[0].value)
-                narrowed = TENSOR_VALUE if truth else current.without(*TENSOR_LIKE)
-                self.facts.bind(test.args[0].value, narrowed or UNKNOWN_VALUE)
+            self._narrow_isinstance(test.args[0].value, test.args[1].value, truth)
+
+    def _narrow_isinstance(self, subject: cst.BaseExpression, classes: cst.BaseExpression, truth: bool) -> None:
+        """`isinstance(x, torch.Tensor)` makes x a tensor; `isinstance(x, (int, float))` makes it a number."""
+        if not isinstance(subject, cst.Name):
+            return
+        elements = [e.value for e in classes.elements] if isinstance(classes, cst.Tuple) else [classes]
+        names = {self.index.imports.resolve(e) or "" for e in elements}
+        current = self.facts.value(subject)
+        if names <= TENSOR_CLASSES:
+            narrowed = TENSOR_VALUE if truth else current.without(*TENSOR_LIKE)
+        elif names <= set(NUMBER_CLASSES):
+            numbers = join_all(NUMBER_CLASSES[name] for name in names)
+            narrowed = numbers if truth else current
+        else:
+            return
+        saved = self.cond
+        self.cond = 0
+        self.facts.bind(subject, narrowed or UNKNOWN_VALUE, record=False)
+        self.cond = saved
 
     def _narrow_none(self, subject: cst.BaseExpression, is_none: bool) -> None:
         if not isinstance(subject, (cst.Name, cst.Attribute)) or dotted(subject) is None:
@@ -495,26 +515,39 @@ class Flow:
 
     def visit(self, root: cst.CSTNode) -> None:
         """Show the visitor `root` and the nodes below it in evaluation order, skipping what Dynamo
-        never traces (`a if is_compiling() else b`), and collect calls into user code."""
+        never traces (`a if is_compiling() else b`), and collect calls into user code. The operands that
+        run only sometimes (`self.training and f(x)`, `a if labels is not None else b`) get that condition."""
         if not self.watching:
             return
         facts = self.facts
-        stack = [root]
+        base = self.cond
+        stack: list[tuple[cst.CSTNode, int]] = [(root, base)]
         while stack:
-            node = stack.pop()
+            node, cond = stack.pop()
+            self.cond = cond
             node_type = type(node)
             if node_type is cst.IfExp:
-                truth = facts.truth(node.test)  # type: ignore[attr-defined]
+                test, body, orelse = node.test, node.body, node.orelse  # type: ignore[attr-defined]
+                truth = facts.truth(test)
                 if truth is not None:
-                    stack.append(node.body if truth else node.orelse)  # type: ignore[attr-defined]
+                    stack.append((body if truth else orelse, cond))
                     continue
-            elif node_type is cst.BooleanOperation:
-                left = facts.truth(node.left)  # type: ignore[attr-defined]
-                if left is not None and left != isinstance(node.operator, cst.And):  # type: ignore[attr-defined]
-                    self.emit(node)
-                    stack.append(node.left)  # type: ignore[attr-defined]
+                self.emit(node)
+                body_cond, else_cond = self.branch_conds(test)
+                stack.extend([(orelse, cond | else_cond), (body, cond | body_cond), (test, cond)])
+                continue
+            if node_type is cst.BooleanOperation:
+                left, right = node.left, node.right  # type: ignore[attr-defined]
+                is_and = isinstance(node.operator, cst.And)  # type: ignore[attr-defined]
+                truth = facts.truth(left)
+                self.emit(node)
+                if truth is not None and truth != is_and:
+                    stack.append((left, cond))  # the right operand never runs
                     continue
-            elif node_type is cst.CompFor:
+                body_cond, else_cond = self.branch_conds(left) if truth is None else (0, 0)
+                stack.extend([(right, cond | (body_cond if is_and else else_cond)), (left, cond)])
+                continue
+            if node_type is cst.CompFor:
                 facts.bind(node.target, facts.value(node.iter).items())  # type: ignore[attr-defined]
             elif node_type is cst.NamedExpr:
                 facts.value(node)  # type: ignore[arg-type]  # binds the target
@@ -524,9 +557,10 @@ class Flow:
             elif node_type is cst.Call and self.record_calls:
                 targets = self.program.call_targets(facts, node)  # type: ignore[arg-type]
                 if targets:
-                    self.calls.append(CallSite(node, targets, self.cond))  # type: ignore[arg-type]
+                    self.calls.append(CallSite(node, targets, cond))  # type: ignore[arg-type]
             self.emit(node)
-            stack.extend(reversed(children(node)))
+            stack.extend((child, cond) for child in reversed(children(node)))
+        self.cond = base
 
 
 _COMPOUND: dict[type[cst.CSTNode], Callable[[Flow, cst.BaseStatement], bool]] = {

@@ -226,7 +226,10 @@ class Program:
             flow = Flow(self, index, None, {})
             flow.facts.env = env
             flow.run_module(index.tree.body)
-        return env.get(name)
+        found = env.get(name)
+        if found is None and name in index.imports.aliases:  # a package re-exporting `from .loop import f`
+            return self.import_value(path, index.imports.aliases[name])
+        return found
 
     def class_value(self, key: ClassKey) -> Value:
         return Value.of(ClassObject(key))
@@ -421,6 +424,10 @@ class Program:
                     )
                     targets.append(CallTarget(init, params, "constructor", text))
             elif isinstance(atom, (Module, Instance)) and atom.cls is not None:
+                own_call = self.method(atom.cls, "__call__")  # a module class may wrap nn.Module.__call__
+                if isinstance(atom, Module) and own_call is not None:
+                    params = self.bind_params(self._functions[own_call], positional, keywords, starred, Value.of(atom))
+                    targets.append(CallTarget(own_call, params, "__call__", text))
                 method = self.method(atom.cls, "forward" if isinstance(atom, Module) else "__call__")
                 if method is not None:
                     params = self.bind_params(self._functions[method], positional, keywords, starred, Value.of(atom))

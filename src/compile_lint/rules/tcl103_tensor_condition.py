@@ -75,6 +75,7 @@ class TensorCondition(Rule):
         Example("@torch.compile\ndef f(x):\n    if x.sum() > 0:\n        return x\n    return -x\n"),
         Example("@torch.compile\ndef f(x):\n    while (x > 0).all():\n        x = x - 1\n    return x\n"),
         Example("@torch.compile\ndef f(x):\n    return x + 1 if x.sum() > 0 else x - 1\n"),
+        Example("@torch.compile\ndef f(x):\n    assert (x > 0).all(), f'bad input {x.shape}'\n    return x\n"),
         Example("@torch.compile\ndef f(x, u):\n    z = (x.sum() > 0) and (u.sum() > 0)\n    return z\n"),
         Example("@torch.compile\ndef f(x):\n    assert not (x > 100).any()\n    return x\n"),
         Example(
@@ -126,9 +127,12 @@ class TensorCondition(Rule):
 
     def visit_Assert(self, node: cst.Assert, ctx: RuleContext) -> None:
         # `assert t` is traced as a runtime assert, but `assert not t` jumps on the tensor (measured: GB0170).
+        # So does `assert t, message` when the message is not a constant (it is built only on failure).
         test = node.test
         if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
             self._check(test.expression, test, "assert", ctx)
+        elif node.msg is not None and not isinstance(node.msg, cst.SimpleString):
+            self._check(test, test, "assert-message", ctx)
 
     def visit_BooleanOperation(self, node: cst.BooleanOperation, ctx: RuleContext) -> None:
         if id(node) in ctx.reported:
@@ -142,6 +146,7 @@ CONSTRUCTS = {
     "ternary": "Conditional expression",
     "filter": "Comprehension filter",
     "assert": "`assert not`",
+    "assert-message": "`assert` with a computed message",
     "and": "`and`",
     "or": "`or`",
 }
@@ -154,6 +159,8 @@ FIXES = {
     "filter": "Keep every item and zero the unwanted ones with `torch.where({cond}, item, 0)`, or stack them and "
     "use a mask (a data-dependent size: see TCL402).",
     "assert": "Assert a tensor instead, which Dynamo traces: `assert torch.logical_not({cond}).all()`.",
+    "assert-message": 'Give the assert a constant message (Dynamo traces `assert {cond}, "..."` as a runtime '
+    'check), or use `torch._assert({cond}, "...")`.',
     "and": "Combine conditions as tensors: `torch.logical_and(a, b)` (or `a & b`) instead of `and`.",
     "or": "Combine conditions as tensors: `torch.logical_or(a, b)` (or `a | b`) instead of `or`.",
 }

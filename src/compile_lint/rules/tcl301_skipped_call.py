@@ -81,6 +81,11 @@ TORCH_SEED = Skipped(
     "changes torch's global RNG state, which Dynamo skips",
     "Seed (or save/restore the RNG state) outside the compiled function, before you call it.",
 )
+JIT_ISINSTANCE = Skipped(
+    SKIPPED,
+    "is TorchScript's type refinement, which Dynamo skips (measured on 2.13 and 2.14)",
+    "Use the builtin `isinstance(...)` (TorchScript accepts it for refinement too), or keep the check out of the region.",
+)
 TORCH_INITIAL_SEED = Skipped(
     NON_TENSOR_OP,
     "returns a Python int, not a tensor",
@@ -110,6 +115,7 @@ CALLS: dict[str, Skipped] = {
     "json.dump": JSON,
     "json.load": JSON,
     "inspect.currentframe": FRAME,
+    "torch.jit.isinstance": JIT_ISINSTANCE,
     "inspect.stack": FRAME,
     "sys._getframe": FRAME,
     "pdb.set_trace": DEBUGGER,

@@ -186,6 +186,7 @@ class Program:
         """The function, class or global an imported dotted name refers to, if it is in readable source."""
         key = (importer, full)
         if key not in self._imports:
+            self._imports[key] = None  # a cycle of re-exports resolves to nothing
             self._imports[key] = self._import_value(importer, full)
         return self._imports[key]
 

@@ -55,7 +55,9 @@ def find_roots(program: Program, extra: Iterable[str] = (), excluded: Iterable[s
     roots: dict[FunctionKey, Root] = {}
 
     def add(info: FunctionInfo, reason: str, cond: int = 0) -> None:
-        if info.disabled or info.enclosing is not None or not program.is_linted(info.path):
+        if info.disabled or not program.is_linted(info.path):
+            return
+        if info.enclosing is not None and not info.compiled:  # nested: walked with the function it is in
             return
         if info.qualname in excluded or info.name in excluded or (info.class_key and info.class_key[1] in excluded):
             return

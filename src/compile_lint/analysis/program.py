@@ -23,11 +23,12 @@ from compile_lint.analysis.tensors import (
     CallTarget,
     TensorFacts,
     default_param_value,
-    literal_value,
     param_names,
     short_code,
 )
 from compile_lint.analysis.values import (
+    ASSUMED,
+    ASSUMED_MASK,
     BOOL_VALUE,
     FALSE_VALUE,
     TENSOR_LIKE,
@@ -49,6 +50,7 @@ from compile_lint.analysis.values import (
 )
 from compile_lint.config import Mode
 
+ASSUMED_ATOMS = (ASSUMED, ASSUMED_MASK)
 NN_MODULE = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
 TUPLE_MODULES = frozenset({"LSTM", "GRU", "RNN", "MultiheadAttention", "LSTMCell", "AdaptiveLogSoftmaxWithLoss"})
 KNOWN_BASES = frozenset({"object", "typing.Generic", "typing.NamedTuple", "abc.ABC", "enum.Enum", "dict", "list",
@@ -317,9 +319,15 @@ class Program:
                     return self.summary(method, {_self_name(function): self.instance_value(cls)})
                 return Value.of(Function(method, None if function.kind == "staticmethod" else cls))
             if name in info.body_assignments:
-                value = info.body_assignments[name]
-                return (literal_value(value) if value is not None else None) or UNKNOWN_VALUE
+                return self._class_constant(info, name)
         return None
+
+    def _class_constant(self, info: ClassInfo, name: str) -> Value:
+        """A class-level `name = <expression>`, evaluated with the module's names."""
+        expression = info.body_assignments[name]
+        if expression is None:
+            return UNKNOWN_VALUE
+        return TensorFacts(self.files[info.path].imports, self, info.path).value(expression)
 
     def record_attribute(self, cls: ClassKey, name: str, value: Value) -> None:
         attributes = self._attributes.setdefault(cls, {})
@@ -390,8 +398,9 @@ class Program:
             else:
                 value = default_param_value(param, None, entry=False)
             annotation = param.annotation
-            if annotation is not None and value.only((UNKNOWN,)):
-                value = annotation_value(annotation.annotation, imports)
+            if annotation is not None and (value.only((UNKNOWN,)) or value.any_of(ASSUMED_ATOMS)):
+                # An annotation outweighs a guess: an entry's un-annotated input taken for a tensor.
+                value = annotation_value(annotation.annotation, imports).join(value.without(UNKNOWN, *ASSUMED_ATOMS))
             params[name] = value
         star = info.node.params.star_arg
         if isinstance(star, cst.Param):

@@ -118,6 +118,16 @@ PYTHON_METHODS = frozenset(
     }
 )  # fmt: skip
 SCALAR_METHODS = frozenset({"item", "tolist"})
+# Methods no common Python object but a tensor has: their result is a tensor even when the receiver came
+# from a call we cannot follow (`norm(y0 / scale).abs()`). Names shared with str/list/dict are left out.
+TENSOR_ONLY_METHODS = frozenset(
+    {
+        "abs", "sum", "mean", "amax", "amin", "norm", "float", "double", "half", "bfloat16", "long", "detach",
+        "clone", "cpu", "cuda", "view", "reshape", "permute", "transpose", "unsqueeze", "squeeze", "expand",
+        "contiguous", "softmax", "log_softmax", "sigmoid", "exp", "sqrt", "rsqrt", "pow", "clamp", "masked_fill",
+        "type_as", "matmul", "reciprocal", "flatten", "argmax", "argmin", "cumsum", "std", "var", "neg",
+    }
+)  # fmt: skip
 SEQUENCE_METHODS = frozenset(
     {"unbind", "split", "chunk", "tensor_split", "hsplit", "vsplit", "dsplit", "split_with_sizes", "sort", "topk",
      "kthvalue", "unique_consecutive", "aminmax", "slogdet", "frexp", "lu", "qr", "svd", "eig", "eigh"}
@@ -510,8 +520,16 @@ class TensorFacts:
     # -- calls -------------------------------------------------------------------------------------
     def _call(self, node: cst.Call) -> Value:
         func = node.func
+        written = dotted(func)
+        last = written.rsplit(".", 1)[-1] if written else ""
+        if last in COMPILING:  # by name, whoever defines it: `utils.is_compiling()`, `is_torchdynamo_compiling()`
+            return TRUE_VALUE
+        if last in OTHER_TRACERS:  # `torch.jit.is_tracing()`, `is_fx_tracing()`, a library's `is_tracing(x)`
+            return FALSE_VALUE
         if isinstance(func, cst.Attribute):
             receiver = self.value(func.value) if not self._is_module_path(func.value) else BOTTOM
+            if receiver.only((UNKNOWN, NONE)) and func.attr.value in TENSOR_ONLY_METHODS:
+                return TENSOR_VALUE  # `norm(y).abs()`: only tensors (and arrays) have these methods
             if receiver.is_tensor_like or DATA in receiver:
                 method = tensor_method_value(func.attr.value, node, receiver, self)
                 rest = receiver.without(*TENSOR_LIKE, DATA)
@@ -749,11 +767,6 @@ def _to_bool(node: cst.Call, facts: TensorFacts) -> bool:
 
 def library_call_value(name: str, node: cst.Call, facts: TensorFacts) -> Value | None:
     """Calls into torch, numpy, einops, math...; None when the name is not one we model."""
-    last = name.rsplit(".", 1)[-1]
-    if last in COMPILING:  # also from libraries we cannot read: `transformers.utils.is_torchdynamo_compiling`
-        return TRUE_VALUE
-    if last in OTHER_TRACERS:
-        return FALSE_VALUE
     if name.startswith("torch."):
         value = torch_call_value(name)
         dtypes = [a.value for a in node.args if a.keyword and a.keyword.value == "dtype"]
@@ -810,6 +823,8 @@ def builtin_call_value(name: str, node: cst.Call, facts: TensorFacts) -> Value |
         if SIZE in first:
             return SIZE_VALUE
         return BOOL_VALUE if name == "bool" else Value.of(SCALAR_BUILTINS[name])
+    if name == "isinstance" and len(node.args) == 2:
+        return _isinstance_value(facts.value(node.args[0].value), node.args[1].value, facts)
     if name in BOOLEAN_BUILTINS:
         return BOOL_VALUE
     if name in STRING_BUILTINS:
@@ -839,6 +854,29 @@ def builtin_call_value(name: str, node: cst.Call, facts: TensorFacts) -> Value |
     if name in ("type", "object", "super", "vars", "globals", "locals", "getattr", "map", "filter", "next"):
         return UNKNOWN_VALUE
     return None
+
+
+ARRAY_CLASSES = {
+    "torch.Tensor": TENSOR_LIKE - {NUMPY},
+    "torch.nn.Parameter": TENSOR_LIKE - {NUMPY},
+    "numpy.ndarray": frozenset({NUMPY}),
+}
+UNDECIDED = frozenset({UNKNOWN, ASSUMED, ASSUMED_MASK, OBJECT})  # could be anything, an array included
+
+
+def _isinstance_value(subject: Value, classes: cst.BaseExpression, facts: TensorFacts) -> Value:
+    """`isinstance(x, torch.Tensor)` is False for a value that certainly holds no tensor (a size, a
+    tuple of ints, None), True for one that holds nothing else: so `if isinstance(...)` branches fold."""
+    elements = [e.value for e in classes.elements] if isinstance(classes, cst.Tuple) else [classes]
+    kinds = [ARRAY_CLASSES.get(facts.imports.resolve(e) or "") for e in elements]
+    if not subject or any(kind is None for kind in kinds):
+        return BOOL_VALUE
+    accepted = frozenset().union(*kinds)  # type: ignore[arg-type]
+    if subject.only(accepted) and not subject.any_of(UNDECIDED):
+        return TRUE_VALUE
+    if not subject.any_of(accepted | UNDECIDED) and not subject.externals():
+        return FALSE_VALUE
+    return BOOL_VALUE
 
 
 _HANDLERS: dict[type[cst.CSTNode], Callable[[TensorFacts, cst.BaseExpression], Value]] = {

@@ -31,6 +31,7 @@ from compile_lint.analysis.values import (
     ASSUMED_MASK,
     BOOL_VALUE,
     FALSE_VALUE,
+    OBJECT,
     TENSOR_LIKE,
     TENSOR_VALUE,
     TRUE_VALUE,
@@ -398,9 +399,8 @@ class Program:
             else:
                 value = default_param_value(param, None, entry=False)
             annotation = param.annotation
-            if annotation is not None and (value.only((UNKNOWN,)) or value.any_of(ASSUMED_ATOMS)):
-                # An annotation outweighs a guess: an entry's un-annotated input taken for a tensor.
-                value = annotation_value(annotation.annotation, imports).join(value.without(UNKNOWN, *ASSUMED_ATOMS))
+            if annotation is not None:
+                value = _with_annotation(value, annotation_value(annotation.annotation, imports))
             params[name] = value
         star = info.node.params.star_arg
         if isinstance(star, cst.Param):
@@ -605,3 +605,17 @@ def _not_recursive(call: cst.Call) -> bool:
         arg.keyword is not None and arg.keyword.value == "recursive" and dotted(arg.value) == "False"
         for arg in call.args
     )
+
+
+def _with_annotation(passed: Value, annotated: Value) -> Value:
+    """A parameter's value given what callers pass and what it is annotated. The annotation outweighs
+    guesses (an entry's input taken for a tensor) and denies tensors to `int`/`tuple[int, int]`
+    parameters (a value the analysis got wrong upstream); functions, modules and the like passed in
+    are kept, since annotations such as `Callable` or `nn.Module` say less than they."""
+    if annotated.only((UNKNOWN,)):
+        return passed
+    if passed.only((UNKNOWN,)) or passed.any_of(ASSUMED_ATOMS):
+        return annotated.join(passed.without(UNKNOWN, *ASSUMED_ATOMS))
+    if passed.is_tensor_like and not annotated.is_tensor_like and not annotated.any_of((UNKNOWN, OBJECT)):
+        return annotated.join(passed.without(*TENSOR_LIKE))
+    return passed

@@ -61,6 +61,7 @@ from compile_lint.analysis.values import (
     Mapping,
     Module,
     Seq,
+    Tup,
     Value,
     join_all,
 )
@@ -418,8 +419,10 @@ class TensorFacts:
         for atom, cond in base.atoms.items():
             if atom in TENSOR_LIKE:
                 parts.append(Value.of(atom, cond=cond))
-            elif isinstance(atom, Seq):
-                parts.append((Value.of(atom) if sliced else atom.item).under(cond))
+            elif isinstance(atom, Tup) and not sliced:
+                parts.append(_tuple_item(atom, node).under(cond))
+            elif isinstance(atom, (Seq, Tup)):
+                parts.append((Value.of(Seq(atom.item)) if sliced else atom.item).under(cond))
             elif isinstance(atom, Mapping):
                 parts.append(atom.value.under(cond))
             elif isinstance(atom, Module):
@@ -488,6 +491,8 @@ class TensorFacts:
         return self.value(node.body).join(self.value(node.orelse))
 
     def _sequence(self, node: cst.List | cst.Tuple | cst.Set) -> Value:
+        if isinstance(node, cst.Tuple) and not any(isinstance(e, cst.StarredElement) for e in node.elements):
+            return Value.of(Tup(tuple(self.value(e.value).widen(1) for e in node.elements)))
         items = [
             self.value(e.value).items() if isinstance(e, cst.StarredElement) else self.value(e.value)
             for e in node.elements
@@ -605,20 +610,48 @@ class TensorFacts:
                 if record and self.program is not None and self.self_class is not None and written.count(".") == 1:
                     self.program.record_attribute(self.self_class, target.attr.value, value)
         elif isinstance(target, (cst.Tuple, cst.List)):
-            item = _unpacked(value)
-            for element in target.elements:
-                inner = element.value
-                self.bind(inner, Value.of(Seq(item)) if isinstance(element, cst.StarredElement) else item)
+            elements = target.elements
+            starred = any(isinstance(element, cst.StarredElement) for element in elements)
+            for position, element in enumerate(elements):
+                if isinstance(element, cst.StarredElement):
+                    self.bind(element.value, Value.of(Seq(_unpacked(value))))
+                else:
+                    item = _unpacked(value) if starred else _position(value, position, len(elements))
+                    self.bind(element.value, item)
         elif isinstance(target, cst.StarredElement):
             self.bind(target.value, Value.of(Seq(_unpacked(value))))
         self.forget()
+
+
+def _position(value: Value, position: int, length: int) -> Value:
+    """What the name at `position` of `a, b, c = value` gets: a tuple of that length gives its own item."""
+    parts = []
+    for atom, cond in value.atoms.items():
+        if isinstance(atom, Tup) and len(atom.items) == length:
+            parts.append(atom.items[position].under(cond))
+        else:
+            parts.append(_unpacked(Value({atom: cond})))
+    return join_all(parts) or UNKNOWN_VALUE
+
+
+def _tuple_item(atom: Tup, node: cst.Subscript) -> Value:
+    """`t[1]` of a known tuple: that item; any other index: the join of all."""
+    index = node.slice[0].slice if len(node.slice) == 1 else None
+    expression = index.value if isinstance(index, cst.Index) else None
+    negative = isinstance(expression, cst.UnaryOperation) and isinstance(expression.operator, cst.Minus)
+    literal = expression.expression if negative else expression  # type: ignore[union-attr]
+    if isinstance(literal, cst.Integer):
+        position = -int(literal.value) if negative else int(literal.value)
+        if -len(atom.items) <= position < len(atom.items):
+            return atom.items[position]
+    return atom.item
 
 
 def _unpacked(value: Value) -> Value:
     """What each name gets in `a, b = value`: a tensor unpacks into tensors, a tuple into its items."""
     parts = []
     for atom, cond in value.atoms.items():
-        if isinstance(atom, Seq):
+        if isinstance(atom, (Seq, Tup)):
             parts.append(atom.item.under(cond))
         elif atom in TENSOR_LIKE or atom == STR:
             parts.append(Value.of(atom, cond=cond))
@@ -698,10 +731,12 @@ def _combine_atoms(a: Atom, b: Atom, operator: cst.BaseBinaryOp) -> Atom:
         return DATA
     if UNKNOWN in (a, b) or NONE in (a, b):
         return UNKNOWN
-    if isinstance(a, Seq) and isinstance(b, Seq):
+    if isinstance(a, Tup) and isinstance(b, Tup) and isinstance(operator, cst.Add):
+        return Tup(a.items + b.items)
+    if isinstance(a, (Seq, Tup)) and isinstance(b, (Seq, Tup)):
         return Seq(a.item.join(b.item))
-    if isinstance(a, Seq) or isinstance(b, Seq):
-        return a if isinstance(a, Seq) else b  # `[x] * n`
+    if isinstance(a, (Seq, Tup)) or isinstance(b, (Seq, Tup)):
+        return Seq((a if isinstance(a, (Seq, Tup)) else b).item)  # type: ignore[union-attr]  # `[x] * n`
     if STR in (a, b):
         return STR
     numbers = (a, b)
@@ -839,9 +874,9 @@ def builtin_call_value(name: str, node: cst.Call, facts: TensorFacts) -> Value |
     if name == "dict":
         return Value.of(Mapping(UNKNOWN_VALUE))
     if name == "enumerate":
-        return Value.of(Seq(Value.of(Seq(SIZE_VALUE.join(first.items())))))
+        return Value.of(Seq(Value.of(Tup((SIZE_VALUE, first.items())))))
     if name == "zip":
-        return Value.of(Seq(Value.of(Seq(join_all(a.items() for a in args)))))
+        return Value.of(Seq(Value.of(Tup(tuple(a.items() for a in args)))))
     if name in REDUCING_BUILTINS:
         operands = [first.items()] if len(args) == 1 else args
         joined = join_all(operands)

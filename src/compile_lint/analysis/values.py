@@ -68,6 +68,17 @@ class Seq:
 
 
 @dataclass(frozen=True)
+class Tup:
+    """A tuple of known length: `a, b = x, y` and `out, attn = self.attn(x)` keep each position apart."""
+
+    items: tuple[Value, ...]
+
+    @property
+    def item(self) -> Value:
+        return join_all(self.items)
+
+
+@dataclass(frozen=True)
 class Mapping:
     """A dict whose values are `value` (keys are not tracked)."""
 
@@ -111,13 +122,14 @@ class External:
     name: str
 
 
-Atom = str | Seq | Mapping | Module | Instance | Function | ClassObject | External
+Atom = str | Seq | Tup | Mapping | Module | Instance | Function | ClassObject | External
 TENSOR_LIKE = frozenset({TENSOR, ASSUMED, MASK, ASSUMED_MASK, NUMPY})
 MASKS = frozenset({MASK, ASSUMED_MASK})
 EVIDENT_TENSORS = frozenset({TENSOR, MASK, NUMPY})
 BOOLS = frozenset({TRUE, FALSE})
 PYTHON_NUMBERS = frozenset({TRUE, FALSE, INT, FLOAT, SIZE})
 MAX_DEPTH = 3  # deeper nesting (lists of lists of lists) is widened to unknown
+MAX_TUPLE = 16  # longer tuples are cut (their later items are not followed)
 
 
 class Value:
@@ -212,13 +224,19 @@ class Value:
     def externals(self) -> list[External]:
         return [atom for atom in self.atoms if isinstance(atom, External)]
 
+    def sequences(self) -> list[Value]:
+        """What the list/tuple atoms hold (each a join of their items)."""
+        return [atom.item for atom in self.atoms if isinstance(atom, (Seq, Tup))]
+
     def widen(self, depth: int = 0) -> Value:
         """Cut containers nested deeper than MAX_DEPTH, so fixpoints over call contexts terminate."""
         if depth >= MAX_DEPTH:
             return Value.of(UNKNOWN)
         changed: dict[Atom, int] = {}
         for atom, cond in self.atoms.items():
-            if isinstance(atom, Seq):
+            if isinstance(atom, Tup):
+                atom = Tup(tuple(item.widen(depth + 1) for item in atom.items[:MAX_TUPLE]))
+            elif isinstance(atom, Seq):
                 atom = Seq(atom.item.widen(depth + 1))
             elif isinstance(atom, Mapping):
                 atom = Mapping(atom.value.widen(depth + 1))
@@ -227,12 +245,19 @@ class Value:
 
 
 def _merge_containers(atoms: dict[Atom, int]) -> dict[Atom, int]:
-    """One Seq and one Mapping atom at most: `[t] if c else [1]` is a list of tensor-or-int."""
-    seqs = [a for a in atoms if isinstance(a, Seq)]
+    """One Seq, one Tup and one Mapping atom at most: `[t] if c else [1]` is a list of tensor-or-int;
+    tuples of one length merge position by position, of several lengths they become a Seq."""
+    seqs: list[Seq | Tup] = [a for a in atoms if isinstance(a, Seq)]
+    tups = [a for a in atoms if isinstance(a, Tup)]
     maps = [a for a in atoms if isinstance(a, Mapping)]
-    if len(seqs) < 2 and len(maps) < 2:
+    if len(seqs) < 2 and len(maps) < 2 and len(tups) < 2 and not (seqs and tups):
         return atoms
-    merged: dict[Atom, int] = {a: c for a, c in atoms.items() if not isinstance(a, (Seq, Mapping))}
+    merged: dict[Atom, int] = {a: c for a, c in atoms.items() if not isinstance(a, (Seq, Tup, Mapping))}
+    if tups and not seqs and len({len(t.items) for t in tups}) == 1:
+        positions = zip(*(t.items for t in tups), strict=True)
+        merged[Tup(tuple(join_all(p) for p in positions))] = _and_all(atoms[t] for t in tups)
+    else:
+        seqs = [*seqs, *tups]
     if seqs:
         merged[Seq(join_all(s.item for s in seqs))] = _and_all(atoms[s] for s in seqs)
     if maps:
@@ -248,7 +273,7 @@ def _and_all(conds: Iterable[int]) -> int:
 
 
 def _item_of(atom: Atom) -> Value:
-    if isinstance(atom, Seq):
+    if isinstance(atom, (Seq, Tup)):
         return atom.item
     if isinstance(atom, Mapping):
         return Value.of(UNKNOWN)  # iterating a dict yields its keys

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from compile_lint.analysis.tensors import Kind, dotted_code, short_code, torch_call_kind
-from compile_lint.analysis.values import TENSOR_VALUE, Seq
+from compile_lint.analysis.values import TENSOR_VALUE
 from compile_lint.analysis.walker import RuleContext
 from compile_lint.rules.base import Example, Rule
 
@@ -79,7 +79,7 @@ class SortedTensors(Rule):
 
     def tensor_sequence(self, node: cst.BaseExpression, ctx: RuleContext) -> bool:
         """Is `node` a list/tuple (or comprehension, split, ...) whose elements are tensors?"""
-        return any(isinstance(atom, Seq) and atom.item.is_tensor_like for atom in ctx.facts.value(node))
+        return any(items.is_tensor_like for items in ctx.facts.value(node).sequences())
 
     def _key_is_tensor(self, key: cst.BaseExpression, ctx: RuleContext) -> bool:
         if isinstance(key, cst.Lambda):

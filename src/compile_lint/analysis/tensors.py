@@ -119,6 +119,9 @@ PYTHON_METHODS = frozenset(
     }
 )  # fmt: skip
 SCALAR_METHODS = frozenset({"item", "tolist"})
+CONTAINER_METHODS = frozenset(
+    {"append", "extend", "pop", "update", "copy", "insert", "remove", "clear", "index", "count", "setdefault"}
+)
 # Methods no common Python object but a tensor has: their result is a tensor even when the receiver came
 # from a call we cannot follow (`norm(y0 / scale).abs()`). Names shared with str/list/dict are left out.
 TENSOR_ONLY_METHODS = frozenset(
@@ -787,8 +790,8 @@ def tensor_method_value(method: str, node: cst.Call, receiver: Value, facts: Ten
     kept = NUMPY if receiver.only((NUMPY,)) else TENSOR
     if method in MASK_METHODS or (method in ("to", "type") and _to_bool(node, facts)):
         return Value.of(MASK, cond=cond)
-    if receiver.only((ASSUMED,)) and method in ("append", "extend", "pop", "update", "copy"):
-        return UNKNOWN_VALUE
+    if method in CONTAINER_METHODS and not receiver.any_of(EVIDENT_TENSORS):
+        return UNKNOWN_VALUE  # `mems.copy()` on an input only guessed to be a tensor: probably a list
     return Value.of(kept, cond=cond)
 
 
@@ -834,14 +837,18 @@ def _args_cond(node: cst.Call, facts: TensorFacts) -> int:
 
 
 def _numpy_call_value(name: str, node: cst.Call, facts: TensorFacts) -> Value:
-    """Inside a region Dynamo traces numpy as tensors: numpy results are arrays (tensor-like), except
-    calls on Python numbers only (`np.sqrt(dim)`), which are constant-folded."""
+    """Inside a region Dynamo traces numpy as tensors: numpy results on arrays and tensors are arrays
+    (tensor-like); on Python numbers (`np.sqrt(dim)`) they are constant-folded."""
     values = [facts.value(a.value) for a in node.args]
     if name.rsplit(".", 1)[-1] in ("array", "asarray", "arange", "zeros", "ones", "linspace", "empty", "full"):
         return NUMPY_VALUE
+    if any(v.any_of(EVIDENT_TENSORS) for v in values):
+        return NUMPY_VALUE.under(_args_cond(node, facts))
+    if any(v.any_of((ASSUMED, ASSUMED_MASK)) for v in values):
+        return Value.of(ASSUMED)
     if values and all(v.only({INT, FLOAT, SIZE, TRUE, FALSE}) for v in values):
         return FLOAT_VALUE
-    return NUMPY_VALUE.under(_args_cond(node, facts))
+    return UNKNOWN_VALUE
 
 
 def builtin_call_value(name: str, node: cst.Call, facts: TensorFacts) -> Value | None:

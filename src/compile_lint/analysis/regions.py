@@ -22,7 +22,7 @@ from compile_lint.analysis.names import dotted
 from compile_lint.analysis.nodes import iter_nodes
 from compile_lint.analysis.program import Program
 from compile_lint.analysis.tensors import TensorFacts
-from compile_lint.analysis.values import Cond, FunctionKey, Value
+from compile_lint.analysis.values import ClassKey, Cond, FunctionKey, Value
 
 MAX_WALKS = 4  # a function re-walked this often keeps its last parameter values
 
@@ -32,6 +32,7 @@ class Root:
     key: FunctionKey
     reason: str
     cond: int = 0
+    receivers: list[ClassKey] = field(default_factory=list)  # classes whose instances run it (`self`)
 
 
 @dataclass
@@ -54,14 +55,17 @@ def find_roots(program: Program, extra: Iterable[str] = (), excluded: Iterable[s
     extra, excluded = set(extra), set(excluded)
     roots: dict[FunctionKey, Root] = {}
 
-    def add(info: FunctionInfo, reason: str, cond: int = 0) -> None:
+    def add(info: FunctionInfo, reason: str, cond: int = 0, receiver: ClassKey | None = None) -> None:
         if info.disabled or not program.is_linted(info.path):
             return
         if info.enclosing is not None and not info.compiled:  # nested: walked with the function it is in
             return
         if info.qualname in excluded or info.name in excluded or (info.class_key and info.class_key[1] in excluded):
             return
-        roots.setdefault(info.key, Root(info.key, reason, cond))
+        root = roots.setdefault(info.key, Root(info.key, reason, cond))
+        root.cond &= cond
+        if receiver is not None and receiver not in root.receivers:
+            root.receivers.append(receiver)
 
     for info in program.functions():
         if info.compiled:
@@ -69,15 +73,16 @@ def find_roots(program: Program, extra: Iterable[str] = (), excluded: Iterable[s
         elif info.qualname in extra or info.name in extra:
             add(info, "named in extra-regions")
     for cls in program.classes():
-        forward = cls.methods.get("forward")
-        if forward is None or not program.is_linted(cls.path):
+        forward = program.method(cls.key, "forward") if program.is_linted(cls.path) else None
+        reason = program.module_reason(cls.key) if forward is not None else None
+        if forward is None or reason is None or cls.name in excluded or cls.key[1] in excluded:
             continue
-        reason = program.module_reason(cls.key)
-        if reason is not None:
-            replaced = _forward_replacer(program, cls.path, cls.decorators)
-            cond = Cond.ALTERNATIVE if replaced else 0
-            note = f"; class decorator `{replaced}` may replace it" if replaced else ""
-            add(program.function(forward), f"forward of an nn.Module ({cls.name} {reason}){note}", cond)  # type: ignore[arg-type]
+        replaced = _forward_replacer(program, cls.path, cls.decorators)
+        cond = Cond.ALTERNATIVE if replaced else 0
+        note = f"; class decorator `{replaced}` may replace it" if replaced else ""
+        inherited = "" if forward[1].startswith(cls.key[1] + ".") else f", inherited by {cls.name}"
+        text = f"forward of an nn.Module ({cls.name} {reason}){note}{inherited}"
+        add(program.function(forward), text, cond, cls.key)  # type: ignore[arg-type]
     for path in program.linted:
         index = program.index_of(path)
         for target in index.compile_targets:
@@ -154,6 +159,14 @@ def _assigns_forward(node: cst.FunctionDef) -> bool:
     return False
 
 
+def _joined(envs: list[Env]) -> Env:
+    joined: Env = {}
+    for env in envs:
+        for name, value in env.items():
+            joined[name] = joined[name].join(value) if name in joined else value
+    return joined
+
+
 Analyze = Callable[[FunctionInfo, Reach], list[CallSite]]
 
 
@@ -169,8 +182,9 @@ class Reachability:
         for root in roots:
             info = program.function(root.key)
             assert info is not None
-            receiver = program.instance_value(info.class_key) if info.class_key else None
-            params = program.entry_params(info, receiver)
+            classes = root.receivers or ([info.class_key] if info.class_key else [])
+            receivers: list[Value | None] = [program.instance_value(cls) for cls in classes] or [None]
+            params = _joined([program.entry_params(info, receiver) for receiver in receivers])
             self._push(root.key, Reach(info.qualname, root.reason, [], root.cond, params))
 
     def run(self, analyze: Analyze) -> None:

@@ -45,7 +45,9 @@ from compile_lint.analysis.values import (
     Instance,
     Mapping,
     Module,
+    Record,
     Seq,
+    Tup,
     Value,
     join_all,
 )
@@ -57,6 +59,7 @@ TUPLE_MODULES = frozenset({"LSTM", "GRU", "RNN", "MultiheadAttention", "LSTMCell
 KNOWN_BASES = frozenset({"object", "typing.Generic", "typing.NamedTuple", "abc.ABC", "enum.Enum", "dict", "list",
                          "tuple", "Exception", "typing.Protocol", "torch.autograd.Function"})  # fmt: skip
 MAX_SUMMARY_DEPTH = 12
+Arguments = tuple[list[Value], dict[str, Value], bool]  # positional, keywords, hidden by */**
 SourceLoader = Callable[[str, str], FileIndex | None]  # (path, module name) -> index of a non-linted file
 
 
@@ -486,12 +489,13 @@ class Program:
 
     def call_value(self, facts: TensorFacts, node: cst.Call, func: cst.BaseExpression, callee: Value) -> Value:
         targets = {target.key: target for target in self.call_targets(facts, node)}
+        arguments = facts.arguments(node)
         parts: list[Value] = []
         for atom, cond in callee.atoms.items():
-            parts.append(self._call_atom(atom, targets).under(cond))
+            parts.append(self._call_atom(atom, targets, arguments).under(cond))
         return join_all(parts) or UNKNOWN_VALUE
 
-    def _call_atom(self, atom: object, targets: dict[FunctionKey, CallTarget]) -> Value:
+    def _call_atom(self, atom: object, targets: dict[FunctionKey, CallTarget], arguments: Arguments) -> Value:
         if isinstance(atom, Function):
             target = targets.get(atom.key)
             return self.summary(atom.key, target.params) if target else UNKNOWN_VALUE
@@ -504,6 +508,10 @@ class Program:
                 if target is not None:
                     return self.summary(target.key, target.params)
             return Value.of(Seq(TENSOR_VALUE)) if atom.name in TUPLE_MODULES else TENSOR_VALUE
+        if isinstance(atom, Record):
+            positional, keywords, _ = arguments
+            items = [*positional, *(keywords.get(name, UNKNOWN_VALUE) for name in atom.fields[len(positional) :])]
+            return Value.of(Tup(tuple(items[: len(atom.fields)]), atom.fields))
         if isinstance(atom, Instance):
             method = self.method(atom.cls, "__call__")
             target = targets.get(method) if method else None

@@ -60,6 +60,7 @@ from compile_lint.analysis.values import (
     Instance,
     Mapping,
     Module,
+    Record,
     Seq,
     Tup,
     Value,
@@ -411,6 +412,8 @@ class TensorFacts:
             if isinstance(atom, Module) and attr in ("weight", "bias"):
                 return TENSOR_VALUE
             return UNKNOWN_VALUE
+        if isinstance(atom, Tup) and atom.fields:
+            return atom.field(attr) or UNKNOWN_VALUE
         if isinstance(atom, Seq) and attr in ("shape",):
             return SHAPE_VALUE
         return UNKNOWN_VALUE
@@ -825,9 +828,22 @@ def library_call_value(name: str, node: cst.Call, facts: TensorFacts) -> Value |
         if any(v.is_tensor_like or DATA in v for v in values):
             return Value.of(DATA, cond=_args_cond(node, facts))
         return Value.of(SIZE) if any(SIZE in v for v in values) else FLOAT_VALUE
+    if name in ("collections.namedtuple", "typing.NamedTuple") and len(node.args) >= 2:
+        fields = _field_names(node.args[1].value)
+        return Value.of(Record(fields)) if fields else UNKNOWN_VALUE
     if name in ("logging.getLogger", "logging.get_logger") or name.endswith(".get_logger"):
         return Value.of(External("logging.Logger"))
     return None
+
+
+def _field_names(node: cst.BaseExpression) -> tuple[str, ...]:
+    """`"a, b c"` or `["a", "b"]`: a namedtuple's fields, when written as literals."""
+    if isinstance(node, cst.SimpleString) and isinstance(node.evaluated_value, str):
+        return tuple(node.evaluated_value.replace(",", " ").split())
+    if isinstance(node, (cst.List, cst.Tuple)):
+        names = [e.value.evaluated_value for e in node.elements if isinstance(e.value, cst.SimpleString)]
+        return tuple(n for n in names if isinstance(n, str)) if len(names) == len(node.elements) else ()
+    return ()
 
 
 def _args_cond(node: cst.Call, facts: TensorFacts) -> int:

@@ -72,10 +72,21 @@ class Tup:
     """A tuple of known length: `a, b = x, y` and `out, attn = self.attn(x)` keep each position apart."""
 
     items: tuple[Value, ...]
+    fields: tuple[str, ...] = ()  # a namedtuple's field names
 
     @property
     def item(self) -> Value:
         return join_all(self.items)
+
+    def field(self, name: str) -> Value | None:
+        return self.items[self.fields.index(name)] if name in self.fields else None
+
+
+@dataclass(frozen=True)
+class Record:
+    """A namedtuple class (`collections.namedtuple("T", "a b")`): calling it makes a `Tup` with fields."""
+
+    fields: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -122,7 +133,7 @@ class External:
     name: str
 
 
-Atom = str | Seq | Tup | Mapping | Module | Instance | Function | ClassObject | External
+Atom = str | Seq | Tup | Record | Mapping | Module | Instance | Function | ClassObject | External
 TENSOR_LIKE = frozenset({TENSOR, ASSUMED, MASK, ASSUMED_MASK, NUMPY})
 MASKS = frozenset({MASK, ASSUMED_MASK})
 EVIDENT_TENSORS = frozenset({TENSOR, MASK, NUMPY})
@@ -235,7 +246,8 @@ class Value:
         changed: dict[Atom, int] = {}
         for atom, cond in self.atoms.items():
             if isinstance(atom, Tup):
-                atom = Tup(tuple(item.widen(depth + 1) for item in atom.items[:MAX_TUPLE]))
+                items = tuple(item.widen(depth + 1) for item in atom.items[:MAX_TUPLE])
+                atom = Tup(items, atom.fields[: len(items)])
             elif isinstance(atom, Seq):
                 atom = Seq(atom.item.widen(depth + 1))
             elif isinstance(atom, Mapping):
@@ -255,7 +267,8 @@ def _merge_containers(atoms: dict[Atom, int]) -> dict[Atom, int]:
     merged: dict[Atom, int] = {a: c for a, c in atoms.items() if not isinstance(a, (Seq, Tup, Mapping))}
     if tups and not seqs and len({len(t.items) for t in tups}) == 1:
         positions = zip(*(t.items for t in tups), strict=True)
-        merged[Tup(tuple(join_all(p) for p in positions))] = _and_all(atoms[t] for t in tups)
+        fields = tups[0].fields if all(t.fields == tups[0].fields for t in tups) else ()
+        merged[Tup(tuple(join_all(p) for p in positions), fields)] = _and_all(atoms[t] for t in tups)
     else:
         seqs = [*seqs, *tups]
     if seqs:

@@ -14,6 +14,7 @@ installed editable) and re-executes itself inside it.
 from __future__ import annotations
 
 import argparse
+import ast
 import hashlib
 import importlib.metadata
 import json
@@ -352,14 +353,35 @@ def break_sites(truth: dict[str, Any]) -> dict[Site, BreakSite]:
 
 
 def ran_lines(truth: dict[str, Any]) -> dict[str, set[int]]:
-    """Lines that ran eagerly in models whose compiled run completed (elsewhere Dynamo may never have seen them)."""
+    """Lines Dynamo traced: those that ran eagerly in models whose compiled run completed (elsewhere Dynamo may
+    never have seen them), less the functions Dynamo gave up on (a frame skip runs the whole function eagerly)."""
     ran: dict[str, set[int]] = defaultdict(set)
     for entry in truth["models"].values():
         if entry["status"] != "ok":
             continue
+        skipped: dict[str, set[int]] = defaultdict(set)
+        for brk in entry.get("breaks", []):
+            if brk["frame_skip"]:
+                skipped[brk["file"]] |= function_lines(brk["file"], brk["line"])
         for file, ranges in entry.get("ran", {}).items():
-            ran[file] |= expand(ranges)
+            ran[file] |= expand(ranges) - skipped[file]
     return ran
+
+
+@cache
+def _functions(file: str) -> list[tuple[int, int]]:
+    tree = ast.parse((site_packages() / file).read_text(encoding="utf-8", errors="replace"))
+    nodes = (n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
+    return [(n.lineno, n.end_lineno or n.lineno) for n in nodes]
+
+
+def function_lines(file: str, line: int) -> set[int]:
+    """The lines of the innermost function around `line`."""
+    spans = [(start, end) for start, end in _functions(file) if start <= line <= end]
+    if not spans:
+        return set()
+    start, end = max(spans)
+    return set(range(start, end + 1))
 
 
 def explains(prediction: Prediction, site: Site, info: BreakSite) -> bool:

@@ -68,8 +68,12 @@ class Project:
         self.root_list: list[Root] = find_roots(self.program, options.extra_regions, options.exclude_regions)
         self.reachability = Reachability(self.program, self.root_list)
         self._reports: dict[tuple[str, str], list[Pending]] = {}
+        self._callees: dict[tuple[str, str], set[tuple[str, str]]] = {}
+        self._revisit: set[tuple[str, str]] = set()
+        self._breaking: set[tuple[str, str]] | None = None
         self._flags_by_folder: dict[str, set[str]] = {}
         self.reachability.run(self._analyze)
+        self._second_pass()
 
     @property
     def reached(self) -> dict[tuple[str, str], Reach]:
@@ -97,10 +101,34 @@ class Project:
             torch_version=self.options.torch_version,
         )
 
+    def _second_pass(self) -> None:
+        """Once every reached function is walked, we know which ones break the graph (in themselves or in
+        what they call); the functions whose rules asked (`ctx.revisit`) are walked again knowing it."""
+        breaking = {key for key, reports in self._reports.items() if any(p.gb_codes for p in reports)}
+        callers: dict[tuple[str, str], set[tuple[str, str]]] = {}
+        for caller, callees in self._callees.items():
+            for callee in callees:
+                callers.setdefault(callee, set()).add(caller)
+        pending = list(breaking)
+        while pending:
+            for caller in callers.get(pending.pop(), ()):
+                if caller not in breaking:
+                    breaking.add(caller)
+                    pending.append(caller)
+        self._breaking = breaking
+        for key in sorted(self._revisit):
+            info = self.program.function(key)
+            if info is not None:
+                self._analyze(info, self.reached[key])
+
+    def _breaks_in(self, key: tuple[str, str]) -> bool | None:
+        return None if self._breaking is None else key in self._breaking
+
     def _analyze(self, info: FunctionInfo, reach: Reach) -> list[CallSite]:
         """Walk one reached function with the region rules; its reports replace those of an earlier walk."""
         index = self.program.index_of(info.path)
         ctx = self._context(index, info, reach)
+        ctx.breaks_in = self._breaks_in
         region_rules, _ = dispatch_tables()
         flow = Flow(
             self.program,
@@ -114,6 +142,9 @@ class Project:
         )
         flow.run()
         self._reports[info.key] = ctx.pending
+        self._callees[info.key] = {target.key for site in flow.calls for target in site.targets}
+        if ctx.revisit and self._breaking is None:
+            self._revisit.add(info.key)
         return flow.calls
 
     def _module_reports(self, index: FileIndex) -> list[Pending]:

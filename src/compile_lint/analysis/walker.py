@@ -73,6 +73,10 @@ class RuleContext:
     reach: Reach | None = None
     torch_version: TorchVersion = NEWEST  # the torch the project runs: codes and fixes depend on it
     cond: int = 0  # path condition of the line being visited
+    # Whether a reached function breaks the graph (in itself or a function it calls); None while the
+    # regions are still being walked. A rule that needs it sets `revisit`: the function is walked again.
+    breaks_in: Callable[[tuple[str, str]], bool | None] = lambda key: None
+    revisit: bool = False
     reported: set[int] = field(default_factory=set)  # ids of nodes some rule claimed already
     pending: list[Pending] = field(default_factory=list)
     _names: dict[tuple[str, str, str | None], set[str]] = field(default_factory=dict)

@@ -1,0 +1,98 @@
+"""TCL311: a graph break inside a method of an object made in the same compiled function."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from compile_lint.analysis.values import Instance
+from compile_lint.analysis.walker import RuleContext
+from compile_lint.rules.base import Example, Rule
+
+RECONSTRUCTION = "GB0092"  # Reconstruction failure
+
+
+class ObjectMethodBreak(Rule):
+    code = "TCL311"
+    name = "object-method-break"
+    summary = (
+        "A method that breaks the graph, called on an object made in the same compiled function: all of it runs eagerly"
+    )
+    gb_codes = (RECONSTRUCTION,)
+    frame_skip = True
+    fix = (
+        "Create the object outside the compiled function and pass it in (Dynamo then runs the method eagerly "
+        "at the break and resumes), or remove the break inside the method (its own finding says how)."
+    )
+    what = (
+        "Flags `obj.method(...)` in a compiled region when `obj` was constructed in the same function "
+        "(`obj = Solver(...)`, including through a dict of classes) and the method, or a function it calls, "
+        "has a finding that predicts a graph break."
+    )
+    why = (
+        "At a graph break inside an inlined method, Dynamo must hand the object to eager Python; an object it "
+        "created itself while tracing cannot be rebuilt. Measured with torch 2.13 and 2.14: the method's own "
+        "break is followed by a reconstruction failure at the call (GB0092), and Dynamo gives up on the whole "
+        "calling function, which then runs eagerly on every call."
+    )
+    example = (
+        "class Stepper:\n    def __init__(self, x):\n        self.x = x\n\n    def run(self):\n"
+        "        if self.x.sum() > 0:\n            return self.x + 1\n        return self.x\n\n"
+        "@torch.compile\ndef f(x):\n    stepper = Stepper(x)\n    return stepper.run()\n"
+    )
+    fixed_example = (
+        "class Stepper:\n    def __init__(self, x):\n        self.x = x\n\n    def run(self):\n"
+        "        return torch.where(self.x.sum() > 0, self.x + 1, self.x)\n\n"
+        "@torch.compile\ndef f(x):\n    stepper = Stepper(x)\n    return stepper.run()\n"
+    )
+    invalid = (
+        Example(
+            "class Logger:\n    def __init__(self, x):\n        self.x = x\n\n    def show(self):\n"
+            "        print(self.x)\n        return self.x\n\n@torch.compile\ndef f(x):\n    log = Logger(x)\n    return log.show()\n"
+        ),
+    )  # fmt: skip
+    valid = (
+        Example(
+            "class Stepper:\n    def __init__(self, x):\n        self.x = x\n\n    def run(self):\n        return self.x * 2\n\n"
+            "@torch.compile\ndef f(x):\n    stepper = Stepper(x)\n    return stepper.run()\n"
+        ),
+        Example(
+            "class Stepper:\n    def run(self, x):\n        print(x)\n        return x\n\n"
+            "@torch.compile\ndef f(x, stepper):\n    return stepper.run(x)\n"
+        ),
+    )  # fmt: skip
+
+    def visit_Assign(self, node: cst.Assign, ctx: RuleContext) -> None:
+        objects = ctx.names(self, "objects")
+        value = node.value
+        made = isinstance(value, cst.Call) and bool(ctx.facts.value(value.func).classes())
+        for target in node.targets:
+            if isinstance(target.target, cst.Name):
+                if made and ctx.facts.value(value).instances():
+                    objects.add(target.target.value)
+                else:
+                    objects.discard(target.target.value)
+
+    def visit_Call(self, node: cst.Call, ctx: RuleContext) -> None:
+        func = node.func
+        if not isinstance(func, cst.Attribute) or not isinstance(func.value, cst.Name):
+            return
+        if func.value.value not in ctx.names(self, "objects"):
+            return
+        if not any(isinstance(atom, Instance) for atom in ctx.facts.value(func.value)):
+            return
+        for target in ctx.call_targets(node):
+            breaks = ctx.breaks_in(target.key)
+            if breaks is None:
+                ctx.revisit = True  # known once every reached function has been walked
+            elif breaks:
+                ctx.report(
+                    self,
+                    node,
+                    f"`{target.text}()` breaks the graph inside a method of `{func.value.value}`, an object made in "
+                    f"this function: Dynamo cannot rebuild it for eager Python and runs this whole function eagerly "
+                    f"({RECONSTRUCTION})",
+                )
+                return
+
+
+RULE = ObjectMethodBreak()

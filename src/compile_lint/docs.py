@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from compile_lint.coverage import print_coverage
 from compile_lint.finding import gb_inline, gb_page
 from compile_lint.fixes import fixability
 from compile_lint.rules import all_rules, rule_by_code
@@ -132,8 +133,11 @@ def main(argv: list[str], console: Console) -> int:
     if argv == ["rules"]:
         print_rules(console)
         return 0
+    if argv == ["rules", "--coverage"]:
+        print_coverage(console)
+        return 0
     if argv[0] != "rule" or len(argv) != 2:
-        print("usage: compile-lint rules | compile-lint rule CODE", file=sys.stderr)
+        print("usage: compile-lint rules [--coverage] | compile-lint rule CODE", file=sys.stderr)
         return 2
     rule = rule_by_code(argv[1])
     if rule is None:

@@ -13,7 +13,7 @@ from compile_lint.rules import all_rules
 from fixture_support import ROOT
 
 sys.path.insert(0, str(ROOT / "scripts"))
-from gen_corpus_frequencies import frequencies  # noqa: E402
+from gen_corpus_frequencies import frequencies
 
 
 def test_corpus_frequencies_match_the_committed_truth() -> None:

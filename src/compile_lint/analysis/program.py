@@ -288,7 +288,9 @@ class Program:
                 elif isinstance(atom, ClassObject):
                     inherited = self.module_reason(atom.cls, seen | {key})
                     if inherited is not None:
-                        reason = f"derives from {atom.cls[1]}, which {inherited}"
+                        elsewhere = atom.cls[0] != key[0] and self.files[atom.cls[0]].module
+                        shown = f"{self.files[atom.cls[0]].module}.{atom.cls[1]}" if elsewhere else atom.cls[1]
+                        reason = f"derives from {shown}, which {inherited}"
                 elif atom == UNKNOWN:
                     unresolved.append(written)
             if reason is not None:

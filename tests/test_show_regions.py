@@ -18,7 +18,9 @@ def test_show_regions_names_every_way_in(capsys: pytest.CaptureFixture[str], mon
     assert "setattr (__setattr__)" in lines["Tracked.__setattr__"]
     assert "(decorator)" in lines["logged"] and "nested wrapper functions only" in lines["logged"]
     assert "via ATTENTION[self.kind]" in lines["eager_attention"]
-    assert "derives from semantic_lib._base.PreTrainedBase, which derives from torch.nn.Module" in lines["Model.forward"]
+    assert (
+        "derives from semantic_lib._base.PreTrainedBase, which derives from torch.nn.Module" in lines["Model.forward"]
+    )
     assert "is assumed to be one: its base `DynamicBase` could not be read" in lines["Assumed.forward"]
     assert "[only when: training]" in lines["Head._noise"]
     assert "class decorator `kernel_forward` may replace it" in lines["Norm.forward"]

@@ -444,7 +444,6 @@ def kornia_warp_perspective() -> tuple[Any, ...]:
     dst = src + torch.randn(2, 4, 2)
 
     @torch.compile  # what the user compiles: its region reaches the library
-
     def warp(img: torch.Tensor, src: torch.Tensor, dst: torch.Tensor) -> torch.Tensor:
         return warp_perspective(img, get_perspective_transform(src, dst), (32, 32))
 
@@ -458,7 +457,6 @@ def kornia_clahe_hsv() -> tuple[Any, ...]:
     torch.manual_seed(0)
 
     @torch.compile  # what the user compiles: its region reaches the library
-
     def enhance(img: torch.Tensor) -> torch.Tensor:
         hsv = kornia.color.rgb_to_hsv(kornia.enhance.equalize_clahe(img, clip_limit=2.0, grid_size=(4, 4)))
         return kornia.morphology.dilation(hsv, torch.ones(3, 3))
@@ -493,7 +491,6 @@ def ode(method: str, **options: Any) -> tuple[Any, ...]:
     func = evaluated(ODEFunc())
 
     @torch.compile  # what the user compiles: its region reaches the library
-
     def solve(y0: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
         return odeint(func, y0, t, method=method, **options)  # type: ignore[no-any-return]
 
@@ -643,7 +640,6 @@ def rotary_axial_pixels() -> tuple[Any, ...]:
     rotary = RotaryEmbedding(dim=16, freqs_for="pixel", max_freq=64)
 
     @torch.compile  # what the user compiles: its region reaches the library
-
     def rotate(q: torch.Tensor) -> torch.Tensor:
         freqs = rotary.get_axial_freqs(8, 8)
         return apply_rotary_emb(freqs, q)  # type: ignore[no-any-return]
@@ -685,7 +681,6 @@ def zuko_nsf_log_prob() -> tuple[Any, ...]:
     flow = evaluated(zuko.flows.NSF(features=3, context=2, transforms=2, hidden_features=[32, 32]))
 
     @torch.compile  # what the user compiles: its region reaches the library
-
     def log_prob(x: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
         return flow(c).log_prob(x)  # type: ignore[no-any-return]
 
@@ -700,7 +695,6 @@ def zuko_maf_sample() -> tuple[Any, ...]:
     flow = evaluated(zuko.flows.MAF(features=3, context=2, transforms=2, hidden_features=[32, 32]))
 
     @torch.compile  # what the user compiles: its region reaches the library
-
     def sample(c: torch.Tensor) -> torch.Tensor:
         return flow(c).rsample()  # type: ignore[no-any-return]
 

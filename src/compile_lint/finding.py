@@ -27,7 +27,7 @@ class Finding:
     status: Status = "static"
     function: str | None = None  # qualified name of the enclosing function, if any
     details: dict[str, Any] = field(default_factory=dict)  # extra facts from `--confirm`
-    # When the line runs: "default", or what it needs (see analysis/values.PATH_CONDITIONS).
+    # When the line runs: "default", or what it needs (see analysis/values.COND_LABELS).
     path_condition: str = "default"
 
     def to_json(self) -> dict[str, Any]:

@@ -243,7 +243,7 @@ class Flow:
         if not ends:
             self.env = entry
             return False
-        self.env = _join_envs(ends)
+        self.env = join_envs(ends)
         return True
 
     def _loop(self, node: cst.For | cst.While, bind: Callable[[], None]) -> bool:
@@ -258,14 +258,14 @@ class Flow:
             falls = self.block(_body(node.body))
             loop = self.loops.pop()
             self.visitor, self.record_calls, self.returns, self.calls = saved
-            entry = _join_envs([entry, *([self.env] if falls else []), *loop.continues])
+            entry = join_envs([entry, *([self.env] if falls else []), *loop.continues])
         self.env = dict(entry)
         bind()
         self.loops.append(_Loop())
         falls = self.block(_body(node.body))
         loop = self.loops.pop()
         ends = [entry, *([self.env] if falls else []), *loop.continues]
-        self.env = _join_envs(ends)
+        self.env = join_envs(ends)
         infinite = isinstance(node, cst.While) and self.facts.truth(node.test) is True
         if node.orelse is not None and not infinite:
             ends = [self.env] if self.block(_body(node.orelse.body)) else []
@@ -276,7 +276,7 @@ class Flow:
         ends.extend(loop.breaks)
         if not ends:
             return False
-        self.env = _join_envs(ends)
+        self.env = join_envs(ends)
         return True
 
     def _for(self, node: cst.For) -> bool:
@@ -309,7 +309,7 @@ class Flow:
         if falls:
             ends.append(self.env)
         for handler in node.handlers:
-            self.env = _join_envs([entry, after_body])
+            self.env = join_envs([entry, after_body])
             self.emit(handler)
             if handler.type is not None:
                 self.visit(handler.type)
@@ -318,13 +318,13 @@ class Flow:
             if self.block(_body(handler.body)):
                 ends.append(self.env)
         if node.finalbody is not None:
-            self.env = _join_envs(ends or [entry])
+            self.env = join_envs(ends or [entry])
             if not self.block(_body(node.finalbody.body)):
                 return False
             return bool(ends)
         if not ends:
             return False
-        self.env = _join_envs(ends)
+        self.env = join_envs(ends)
         return True
 
     def _with(self, node: cst.With) -> bool:
@@ -351,7 +351,7 @@ class Flow:
             if self.block(_body(case.body)):
                 ends.append(self.env)
         ends.append(entry)  # no case may match
-        self.env = _join_envs(ends)
+        self.env = join_envs(ends)
         return True
 
     def _nested_function(self, node: cst.FunctionDef) -> bool:
@@ -477,6 +477,13 @@ class Flow:
         elif isinstance(test, cst.Call) and dotted(test.func) == "isinstance" and len(test.args) == 2:
             self._narrow_isinstance(test.args[0].value, test.args[1].value, truth)
 
+    def _rebind(self, subject: cst.BaseExpression, narrowed: Value) -> None:
+        """What a test says of a name: not an assignment (no attribute recorded, no branch condition)."""
+        saved = self.cond
+        self.cond = 0
+        self.facts.bind(subject, narrowed, record=False)
+        self.cond = saved
+
     def _narrow_isinstance(self, subject: cst.BaseExpression, classes: cst.BaseExpression, truth: bool) -> None:
         """`isinstance(x, torch.Tensor)` makes x a tensor; `isinstance(x, (int, float))` makes it a number."""
         if not isinstance(subject, cst.Name):
@@ -491,10 +498,7 @@ class Flow:
             narrowed = numbers if truth else current
         else:
             return
-        saved = self.cond
-        self.cond = 0
-        self.facts.bind(subject, narrowed or UNKNOWN_VALUE, record=False)
-        self.cond = saved
+        self._rebind(subject, narrowed or UNKNOWN_VALUE)
 
     def _narrow_none(self, subject: cst.BaseExpression, is_none: bool) -> None:
         if not isinstance(subject, (cst.Name, cst.Attribute)) or dotted(subject) is None:
@@ -503,10 +507,7 @@ class Flow:
         narrowed = NONE_VALUE if is_none else (current.without(NONE) or UNKNOWN_VALUE)
         if narrowed == current:
             return
-        saved = self.cond
-        self.cond = 0  # narrowing is not an assignment under the branch's condition
-        self.facts.bind(subject, narrowed, record=False)
-        self.cond = saved
+        self._rebind(subject, narrowed)
 
     # -- nodes ---------------------------------------------------------------------------------------
     def emit(self, node: cst.CSTNode) -> None:
@@ -591,7 +592,7 @@ def _body(suite: cst.BaseSuite) -> Sequence[cst.BaseStatement]:
     return (cst.SimpleStatementLine(body=suite.body),) if isinstance(suite, cst.SimpleStatementSuite) else ()
 
 
-def _join_envs(envs: list[Env]) -> Env:
+def join_envs(envs: list[Env]) -> Env:
     if len(envs) == 1:
         return envs[0]
     result = dict(envs[0])

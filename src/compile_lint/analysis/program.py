@@ -553,8 +553,6 @@ class Program:
             self._none_checks[key] = _none_check_body(self._functions.get(key))
         return self._none_checks[key]
 
-    def is_tensor_valued(self, value: Value) -> bool:
-        return any(atom in TENSOR_LIKE for atom in value)
 
 
 def _self_name(info: FunctionInfo) -> str:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from compile_lint.analysis.flow import CallSite, Env
+from compile_lint.analysis.flow import CallSite, Env, join_envs
 from compile_lint.analysis.index import FileIndex, FunctionInfo
 from compile_lint.analysis.names import dotted
 from compile_lint.analysis.nodes import iter_nodes
@@ -159,14 +159,6 @@ def _assigns_forward(node: cst.FunctionDef) -> bool:
     return False
 
 
-def _joined(envs: list[Env]) -> Env:
-    joined: Env = {}
-    for env in envs:
-        for name, value in env.items():
-            joined[name] = joined[name].join(value) if name in joined else value
-    return joined
-
-
 Analyze = Callable[[FunctionInfo, Reach], list[CallSite]]
 
 
@@ -184,7 +176,7 @@ class Reachability:
             assert info is not None
             classes = root.receivers or ([info.class_key] if info.class_key else [])
             receivers: list[Value | None] = [program.instance_value(cls) for cls in classes] or [None]
-            params = _joined([program.entry_params(info, receiver) for receiver in receivers])
+            params = join_envs([program.entry_params(info, receiver) for receiver in receivers])
             self._push(root.key, Reach(info.qualname, root.reason, [], root.cond, params))
 
     def run(self, analyze: Analyze) -> None:

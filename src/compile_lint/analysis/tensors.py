@@ -240,14 +240,6 @@ class CallTarget:
     text: str  # the callee as written, for messages: "self._route"
 
 
-def param_default_value(param: cst.Param, imports: ImportMap) -> Value:
-    """The value a parameter has when the caller leaves it out."""
-    default = param.default
-    if default is None:
-        return UNKNOWN_VALUE
-    return literal_value(default) or UNKNOWN_VALUE
-
-
 def literal_value(node: cst.BaseExpression) -> Value | None:
     if isinstance(node, cst.Name):
         return {"None": NONE_VALUE, "True": TRUE_VALUE, "False": FALSE_VALUE}.get(node.value)

@@ -32,7 +32,6 @@ COND_LABELS = {
     Cond.CONFIG: "config",
     Cond.OPTIONAL_INPUT: "optional-input",
 }  # most telling first: a line under training and config is reported as training
-PATH_CONDITIONS = ("default", *reversed(COND_LABELS.values()))
 
 
 def cond_label(cond: Cond) -> str:

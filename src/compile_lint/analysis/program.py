@@ -518,6 +518,8 @@ class Program:
             method = self.method(atom.cls, "__call__")
             target = targets.get(method) if method else None
             return self.summary(target.key, target.params) if target else UNKNOWN_VALUE
+        if isinstance(atom, External) and atom.name.rsplit(".", 1)[-1][:1].isupper():
+            return Value.of(External(atom.name + "()"))  # an instance of a library class: `ContextVar("x")`
         return UNKNOWN_VALUE
 
     def summary(self, key: FunctionKey, params: Env) -> Value:
@@ -552,7 +554,6 @@ class Program:
         if key not in self._none_checks:
             self._none_checks[key] = _none_check_body(self._functions.get(key))
         return self._none_checks[key]
-
 
 
 def _self_name(info: FunctionInfo) -> str:

@@ -153,11 +153,7 @@ def analyze(items: list[tuple[str, bytes]], options: Options) -> list[Finding]:
 
 
 def _analyze(items: list[tuple[str, bytes]], options: Options) -> list[Finding]:
-    indexes: list[FileIndex] = []
-    errors: list[Finding] = []
-    for path, data in items:
-        parsed = parse_bytes(path, data)
-        (errors if isinstance(parsed, Finding) else indexes).append(parsed)  # type: ignore[arg-type]
+    indexes, errors = parse_all(items)
     try:
         return Project(indexes, options, errors, load_source).findings()
     except RecursionError:
@@ -165,17 +161,36 @@ def _analyze(items: list[tuple[str, bytes]], options: Options) -> list[Finding]:
         return [*errors, *(unreadable(i.path, f"too deeply nested to analyse (with {paths})") for i in indexes)]
 
 
-def build_project(paths: list[str], config: Config) -> Project:
-    """The project of these paths, for what needs more than findings (confirm's targets, --show-regions)."""
+def read_all(paths: list[str]) -> tuple[list[tuple[str, bytes]], list[Finding]]:
+    """(path, bytes) of every file, and a TCL000 finding for each that cannot be read."""
+    items: list[tuple[str, bytes]] = []
+    errors: list[Finding] = []
+    for path in paths:
+        try:
+            items.append((path, Path(path).read_bytes()))
+        except OSError as error:
+            errors.append(unreadable(path, f"cannot read: {error.strerror or error}"))
+    return items, errors
+
+
+def parse_all(items: list[tuple[str, bytes]]) -> tuple[list[FileIndex], list[Finding]]:
+    """The index of every file that parses, and a TCL000 finding for each that does not."""
     indexes: list[FileIndex] = []
     errors: list[Finding] = []
-    for path in discover(paths):
-        try:
-            parsed = parse_bytes(path, Path(path).read_bytes())
-        except OSError as error:
-            parsed = unreadable(path, f"cannot read: {error.strerror or error}")
-        (errors if isinstance(parsed, Finding) else indexes).append(parsed)  # type: ignore[arg-type]
-    return Project(indexes, options_of(config), errors, load_source)
+    for path, data in items:
+        parsed = parse_bytes(path, data)
+        if isinstance(parsed, Finding):
+            errors.append(parsed)
+        else:
+            indexes.append(parsed)
+    return indexes, errors
+
+
+def build_project(paths: list[str], config: Config) -> Project:
+    """The project of these paths, for what needs more than findings (confirm's targets, --show-regions)."""
+    items, unreadable_files = read_all(discover(paths))
+    indexes, errors = parse_all(items)
+    return Project(indexes, options_of(config), unreadable_files + errors, load_source)
 
 
 # -- parallel groups ---------------------------------------------------------------------------------
@@ -312,13 +327,7 @@ def lint_source(
 def lint(paths: list[str], config: Config, jobs: int = 1, use_cache: bool = True) -> LintResult:
     files = discover(paths)
     options = options_of(config)
-    items: list[tuple[str, bytes]] = []
-    errors: list[Finding] = []
-    for path in files:
-        try:
-            items.append((path, Path(path).read_bytes()))
-        except OSError as error:
-            errors.append(unreadable(path, f"cannot read: {error.strerror or error}"))
+    items, errors = read_all(files)
     store = RunCache(config.root, options.torch_version) if use_cache else None
     key = store.key(items, options) if store else ""
     findings = store.get(key) if store else None

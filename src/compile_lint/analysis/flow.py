@@ -21,7 +21,7 @@ from compile_lint.analysis.annotations import annotation_value
 from compile_lint.analysis.index import FileIndex, FunctionInfo
 from compile_lint.analysis.names import dotted
 from compile_lint.analysis.nodes import children
-from compile_lint.analysis.tensors import CallTarget, TensorFacts, combine, param_names
+from compile_lint.analysis.tensors import CallTarget, TensorFacts, class_names, combine, param_names
 from compile_lint.analysis.values import (
     BOOL_VALUE,
     FLOAT_VALUE,
@@ -89,6 +89,7 @@ class Flow:
         )
         self.optional = {name for name, value in params.items() if NONE in value}
         self.defaults_truthy = _truthy_defaults(function)
+        self.flag_params = _flag_params(function)
         self.visitor = visitor
         self.record_calls = record_calls
         self.nested_depth = 0 if not nested_only else -1  # nested_only: rules only inside nested functions
@@ -452,7 +453,7 @@ class Flow:
             return Cond.LOSS
         if isinstance(subject, cst.Name) and subject.value in self.optional:
             return Cond.OPTIONAL_INPUT
-        if isinstance(subject, cst.Name) and subject.value in self.defaults_truthy | _flag_params(self.function):
+        if isinstance(subject, cst.Name) and subject.value in self.defaults_truthy | self.flag_params:
             return Cond.OPTIONAL_INPUT
         if written.startswith("self.") or "config" in written.split("."):
             return Cond.CONFIG
@@ -488,8 +489,7 @@ class Flow:
         """`isinstance(x, torch.Tensor)` makes x a tensor; `isinstance(x, (int, float))` makes it a number."""
         if not isinstance(subject, cst.Name):
             return
-        elements = [e.value for e in classes.elements] if isinstance(classes, cst.Tuple) else [classes]
-        names = {self.index.imports.resolve(e) or "" for e in elements}
+        names = set(class_names(classes, self.index.imports))
         current = self.facts.value(subject)
         if names <= TENSOR_CLASSES:
             narrowed = TENSOR_VALUE if truth else current.without(*TENSOR_LIKE)

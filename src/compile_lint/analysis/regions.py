@@ -221,8 +221,7 @@ class Reachability:
             reason = "decorator wrapper" if nested_only else "called from a region"
             self._push(key, Reach(caller.root, reason, [*caller.via, how], cond, params, nested_only))
             return
-        merged = {name: (current.params[name].join(v) if name in current.params else v) for name, v in params.items()}
-        merged = {**current.params, **merged}
+        merged = join_envs([current.params, params])
         new_cond = current.cond & cond
         if (merged != current.params or new_cond != current.cond) and current.walks < MAX_WALKS:
             current.params, current.cond = merged, new_cond

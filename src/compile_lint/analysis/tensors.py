@@ -113,12 +113,6 @@ SIZE_ATTRS = frozenset({"ndim"})
 SIZE_METHODS = frozenset(
     {"dim", "ndimension", "numel", "nelement", "element_size", "get_device", "storage_offset", "__len__"}
 )
-PYTHON_METHODS = frozenset(
-    {
-        "stride", "data_ptr", "type", "dim_order", "storage", "untyped_storage", "has_names", "register_hook",
-        "backward", "keys", "values", "items", "get", "tolist", "item", "size", "numpy", "equal",
-    }
-)  # fmt: skip
 SCALAR_METHODS = frozenset({"item", "tolist"})
 CONTAINER_METHODS = frozenset(
     {"append", "extend", "pop", "update", "copy", "insert", "remove", "clear", "index", "count", "setdefault"}
@@ -240,9 +234,12 @@ class CallTarget:
     text: str  # the callee as written, for messages: "self._route"
 
 
+NAMED_CONSTANTS = {"None": NONE_VALUE, "True": TRUE_VALUE, "False": FALSE_VALUE}
+
+
 def literal_value(node: cst.BaseExpression) -> Value | None:
     if isinstance(node, cst.Name):
-        return {"None": NONE_VALUE, "True": TRUE_VALUE, "False": FALSE_VALUE}.get(node.value)
+        return NAMED_CONSTANTS.get(node.value)
     if isinstance(node, cst.Integer):
         return INT_VALUE
     if isinstance(node, (cst.Float, cst.Imaginary)):
@@ -352,8 +349,8 @@ class TensorFacts:
         found = self.env.get(name)
         if found is not None:
             return found
-        if name in ("True", "False", "None"):
-            return {"None": NONE_VALUE, "True": TRUE_VALUE, "False": FALSE_VALUE}[name]
+        if name in NAMED_CONSTANTS:
+            return NAMED_CONSTANTS[name]
         if self.program is not None:
             resolved = self.program.global_value(self.path, name)
             if resolved is not None:
@@ -458,12 +455,11 @@ class TensorFacts:
         operands = [node.left, *(t.comparator for t in node.comparisons)]
         values = [self.value(operand) for operand in operands]
         results = [
-            self._compare(values[i], values[i + 1], target.operator, operands[i + 1])
-            for i, target in enumerate(node.comparisons)
+            self._compare(values[i], values[i + 1], target.operator) for i, target in enumerate(node.comparisons)
         ]
         return join_all(results) if len(results) > 1 else results[0]
 
-    def _compare(self, left: Value, right: Value, operator: cst.BaseCompOp, right_node: cst.BaseExpression) -> Value:
+    def _compare(self, left: Value, right: Value, operator: cst.BaseCompOp) -> Value:
         if isinstance(operator, (cst.Is, cst.IsNot)):
             truth = _identity(left, right)
             if truth is None:
@@ -564,15 +560,7 @@ class TensorFacts:
 
     def _library_name(self, func: cst.BaseExpression) -> str | None:
         """The resolved dotted name of a call into an imported library (torch.*, np.*, math.*, ...)."""
-        written = dotted(func)
-        if written is None:
-            return None
-        head = written.split(".", 1)[0]
-        if head in self.env or head not in self.imports.aliases:
-            return None
-        if self.program is not None and self.program.global_value(self.path, head) is not None:
-            return None
-        return self.imports.resolve(func)
+        return self.imports.resolve(func) if self._is_module_path(func) else None
 
     def _call_through(self, node: cst.Call, func: cst.BaseExpression, callee: Value) -> Value:
         """A call of a value: user functions, classes and modules via the program; otherwise unknown."""
@@ -914,11 +902,16 @@ ARRAY_CLASSES = {
 UNDECIDED = frozenset({UNKNOWN, ASSUMED, ASSUMED_MASK, OBJECT})  # could be anything, an array included
 
 
+def class_names(classes: cst.BaseExpression, imports: ImportMap) -> list[str]:
+    """The resolved names in the second argument of `isinstance(x, C)` / `isinstance(x, (C, D))`."""
+    elements = [e.value for e in classes.elements] if isinstance(classes, cst.Tuple) else [classes]
+    return [imports.resolve(element) or "" for element in elements]
+
+
 def _isinstance_value(subject: Value, classes: cst.BaseExpression, facts: TensorFacts) -> Value:
     """`isinstance(x, torch.Tensor)` is False for a value that certainly holds no tensor (a size, a
     tuple of ints, None), True for one that holds nothing else: so `if isinstance(...)` branches fold."""
-    elements = [e.value for e in classes.elements] if isinstance(classes, cst.Tuple) else [classes]
-    kinds = [ARRAY_CLASSES.get(facts.imports.resolve(e) or "") for e in elements]
+    kinds = [ARRAY_CLASSES.get(name) for name in class_names(classes, facts.imports)]
     if not subject or any(kind is None for kind in kinds):
         return BOOL_VALUE
     accepted = frozenset().union(*kinds)  # type: ignore[arg-type]

@@ -31,6 +31,12 @@ def test_each_branch_construct_gets_its_own_fix() -> None:
     assert "torch.logical_not((x > 9).any()).all()" in fixes("    assert not (x > 9).any()\n    return x\n")["TCL103"]
 
 
+def test_python_not_in_a_condition_becomes_a_tensor_op_in_the_fix() -> None:
+    fix = fixes("    if not torch.isfinite(x).all():\n        x = x * 0\n    return x\n")["TCL103"]
+    assert "torch.where(torch.logical_not(torch.isfinite(x).all()), a, b)" in fix
+    assert "where(not " not in fix
+
+
 def test_print_fix_names_the_call() -> None:
     assert (
         "`if not torch.compiler.is_compiling(): print(x.shape)`"

@@ -25,6 +25,16 @@ def without_not(test: cst.BaseExpression) -> cst.BaseExpression:
     return test
 
 
+def as_tensor_condition(test: cst.BaseExpression) -> str:
+    """The test written as a tensor expression for `torch.where`: Python's `not`/`and`/`or` become tensor ops."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return f"torch.logical_not({as_tensor_condition(test.expression)})"
+    if isinstance(test, cst.BooleanOperation):
+        op = "and" if isinstance(test.operator, cst.And) else "or"
+        return f"torch.logical_{op}({as_tensor_condition(test.left)}, {as_tensor_condition(test.right)})"
+    return short_code(without_item(test), limit=60)
+
+
 def has_evidence(test: cst.BaseExpression, facts: TensorFacts) -> bool:
     """Is some tensor operand of the test a tensor for a reason beyond being an un-annotated parameter?
 
@@ -109,7 +119,7 @@ class TensorCondition(Rule):
             message = f"{CONSTRUCTS[construct]} on `{short_code(test)}`, a value read from a tensor ({CAPTURE_SCALAR})"
         else:
             return
-        fix = FIXES[construct].format(cond=short_code(without_item(test), limit=60))
+        fix = FIXES[construct].format(cond=as_tensor_condition(test))
         ctx.report(self, node, message, condition=condition, fix=fix)
         _claim_operators(test, ctx)
 

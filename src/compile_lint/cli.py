@@ -187,6 +187,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from compile_lint import docs
 
             return docs.main(argv, console)
+        if argv and argv[0] == "demo":
+            from compile_lint import demo
+
+            return demo.main(argv[1:], console, run=main)
         args = build_parser().parse_args(argv)
         code = run_check(args, console)
         return EXIT_CLEAN if args.exit_zero and code == EXIT_FINDINGS else code

@@ -70,5 +70,5 @@ class TinyMoE(nn.Module):
 model = torch.compile(TinyMoE())
 
 
-def compile_lint_targets() -> tuple[nn.Module, tuple[torch.Tensor]]:
+def compile_lint_targets():
     return (model, (torch.randint(0, 256, (2, 16)),))

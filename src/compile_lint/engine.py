@@ -325,7 +325,7 @@ def file_noqa(lines: list[str]) -> set[str] | None:
     every code; None if there is no such line."""
     exempt: set[str] | None = None
     for line in lines:
-        if "compile-lint" in line:
+        if "compile-lint" in line.lower():
             match = FILE_NOQA.match(line)
             if match is not None:
                 codes = match.group("codes")

@@ -329,7 +329,7 @@ def file_noqa(lines: list[str]) -> set[str] | None:
             match = FILE_NOQA.match(line)
             if match is not None:
                 codes = match.group("codes")
-                if codes is None or exempt == set():
+                if codes is None:
                     return set()
                 exempt = (exempt or set()) | set(_code_list(codes))
     return exempt

@@ -177,3 +177,19 @@ def test_add_noqa_leaves_lines_that_end_inside_a_string_or_continue() -> None:
     assert fixed == text.replace('b""")', 'b""")  # noqa: TCL203').replace("z = 3", "z = 3  # noqa: TCL101, TCL102")
     assert added == 3
     assert [line for line, _ in blocked] == [1, 3]
+
+
+def test_fix_takes_unused_codes_out_of_noqa_comments_when_tcl902_is_selected(tmp_path: Path) -> None:
+    lines = [
+        "    x = x / x.abs().max().item()  # noqa: TCL101, E501",
+        "    y = 1  # noqa: TCL201",
+        "    z = 2  # noqa: TCL201, TCL999, E501",
+        "    return x  # noqa: TCL103 and why",
+    ]
+    path = write(tmp_path / "step.py", "import torch\n\n@torch.compile\ndef step(x):\n" + "\n".join(lines) + "\n")
+    untouched = path.read_text()
+    assert "Removed" not in run("step.py", "--fix", cwd=tmp_path).stdout  # TCL902 not selected
+    result = run("step.py", "--fix", "--extend-select", "TCL902", cwd=tmp_path)
+    assert "Removed 3 unused noqa codes." in result.stdout
+    assert path.read_text() == untouched.replace("  # noqa: TCL201\n", "\n").replace("TCL201, TCL999, E501", "E501")
+    assert result.returncode == 1 and "step.py:8:15: TCL902" in result.stdout  # text after the codes: left alone

@@ -190,8 +190,8 @@ def run_fixes(args: argparse.Namespace, config: Config, console: Console) -> int
     hint = f" ({runner.count(plan.withheld, 'more fix', 'es')} with --unsafe-fixes)" if plan.withheld else ""
     if args.diff:
         for file in plan.files:
-            sys.stdout.write(file.diff())
-        sys.stdout.flush()  # the diff before the summary on stderr
+            console.file.write(file.diff())
+        console.file.flush()  # the diff before the summary on stderr
         fixes = sum(len(f.applied) for f in plan.files)
         runner.print_errors(plan, log)
         files = runner.count(len(plan.files), "file")
@@ -201,8 +201,23 @@ def run_fixes(args: argparse.Namespace, config: Config, console: Console) -> int
     runner.print_errors(plan, log)
     log.print(f"Fixed {runner.count(fixed, 'finding')}{hint}.", highlight=False)
     result = lint(args.paths, config, jobs=args.jobs or os.cpu_count() or 1, use_cache=not args.no_cache)
+    if _removed_unused_noqa(result.findings, log):
+        result = lint(args.paths, config, jobs=args.jobs or os.cpu_count() or 1, use_cache=not args.no_cache)
     report(_with_fixes(result.findings, args, config), result.files, args.format, console, args.statistics)
     return EXIT_FINDINGS if result.findings or plan.errors else EXIT_CLEAN
+
+
+def _removed_unused_noqa(findings: list[Finding], log: Console) -> int:
+    """--fix with TCL902 selected: take the unused codes out of their `# noqa` comments."""
+    from compile_lint.fixes import noqa
+
+    cleaned = noqa.remove_unused(findings)
+    removed, _ = noqa.write(cleaned)
+    for error in cleaned.errors:
+        log.print(f"compile-lint: {error}", style="yellow", markup=False, highlight=False, soft_wrap=True)
+    if removed:
+        log.print(f"Removed {removed} unused noqa code{'s' * (removed != 1)}.", highlight=False)
+    return removed
 
 
 def run_confirm(args: argparse.Namespace, config: Config, console: Console) -> int:

@@ -424,11 +424,9 @@ def unused_noqa(path: str, lines: list[str], used: set[tuple[int, str]], config:
             parts += [f"unknown: {', '.join(unknown)}"] if unknown else []
             message = f"{rule.summary} ({'; '.join(parts)})"
             start, end = match.span()
-            found.append(
-                Finding(
-                    path, number, start + 1, number, end + 1, rule.code, message, severity=rule.severity, fix=rule.fix
-                )
-            )
+            finding = Finding(path, number, start + 1, number, end + 1, rule.code, message, severity=rule.severity)
+            finding.fix, finding.details = rule.fix, {"unused": unused, "unknown": unknown}
+            found.append(finding)
     return found
 
 

@@ -1,6 +1,6 @@
 """`--add-noqa`: a `# noqa: CODE` comment on every line with findings, to adopt compile-lint on an existing
-tree and see only new findings from then on. Files are written as `--fix` writes them (atomically, only if
-unchanged since read; a notebook's comments go into its cells)."""
+tree and see only new findings from then on; and `--fix` taking out the codes TCL902 reports unused. Files are
+written as `--fix` writes them (atomically, only if unchanged since read; a notebook's comments are in its cells)."""
 
 from __future__ import annotations
 
@@ -40,6 +40,49 @@ def add_noqa(findings: list[Finding]) -> Added:
         if count:
             added.files.append((FilePlan(source, text, []), count))
     return added
+
+
+def remove_unused(findings: list[Finding]) -> Added:
+    """Plan taking the codes of TCL902 findings (as `engine.lint` reports them) out of their `# noqa`
+    comments, and a comment that names nothing else out of its line; writes nothing."""
+    removed = Added()
+    by_path: dict[str, dict[int, set[str]]] = {}
+    for finding in findings:
+        if finding.code == UNUSED_NOQA:
+            codes = {*finding.details.get("unused", ()), *finding.details.get("unknown", ())}
+            by_path.setdefault(finding.path, {})[_linted_line(finding)] = codes
+    for path, codes_by_line in sorted(by_path.items()):
+        source = read_source(path)
+        if source is None:
+            removed.errors.append(f"{path}: cannot read it again")
+            continue
+        text, count = without_codes(source.text, codes_by_line)
+        if count:
+            removed.files.append((FilePlan(source, text, []), count))
+    return removed
+
+
+def without_codes(text: str, codes_by_line: dict[int, set[str]]) -> tuple[str, int]:
+    """`text` with the codes taken out of each line's `# noqa: ...`; how many were taken out. A comment left
+    naming nothing goes if it ends the line (an emptied `# noqa:` would suppress everything), else it stays."""
+    lines = text.splitlines(keepends=True)
+    removed = 0
+    for number, codes in codes_by_line.items():
+        body = lines[number - 1].rstrip("\r\n") if 0 < number <= len(lines) else ""
+        match = NOQA.search(body)
+        if match is None or match.group("codes") is None:
+            continue
+        listed = match.group("codes").replace(",", " ").split()
+        kept = [code for code in listed if code.upper() not in codes]
+        if kept:
+            body = f"{body[: match.start('codes')]}{', '.join(kept)}{body[match.end('codes') :]}"
+        elif not body[match.end() :].strip():
+            body = body[: match.start()].rstrip()
+        else:
+            continue
+        lines[number - 1] = body + lines[number - 1][len(lines[number - 1].rstrip("\r\n")) :]
+        removed += len(listed) - len(kept)
+    return "".join(lines), removed
 
 
 def write(added: Added) -> tuple[int, int]:

@@ -139,10 +139,10 @@ def run_check(args: argparse.Namespace, console: Console) -> int:
 
 def _run_check(args: argparse.Namespace, console: Console) -> int:
     config = _merge_cli(load_config(args.paths), args)
-    if args.confirm or args.target or args.repro_dir or args.backend or args.timeout is not None:
-        return run_confirm(args, config, console)
     if args.add_noqa:
         return run_add_noqa(args, config, console)
+    if args.confirm or args.target or args.repro_dir or args.backend or args.timeout is not None:
+        return run_confirm(args, config, console)
     if args.fix or args.unsafe_fixes or args.diff:
         return run_fixes(args, config, console)
     if args.show_regions:

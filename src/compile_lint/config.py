@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import fnmatch
+import os
+import re
 import sys
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal, get_args
 
@@ -106,15 +109,10 @@ class Config:
     def is_excluded(self, path: str) -> bool:
         """`path` matches `exclude` or `extend-exclude`: a pattern without a slash matches a file or folder
         name anywhere (`build`, `*_pb2.py`), one with a slash the path from the project root (`src/gen/*`)."""
-        relative = _relative(path, self.root)
-        name = relative.rsplit("/", 1)[-1]
-        for pattern in (*self.exclude, *self.extend_exclude):
-            if "/" in pattern.strip("/"):
-                if fnmatch.fnmatch(relative, pattern.strip("/")):
-                    return True
-            elif fnmatch.fnmatch(name, pattern.strip("/")):
-                return True
-        return False
+        names, paths = _exclude_matchers((*self.exclude, *self.extend_exclude))
+        if names is not None and names.match(os.path.basename(os.path.normpath(path))):
+            return True
+        return paths is not None and paths.match(_relative(path, self.root)) is not None
 
     def is_excluded_within(self, path: str) -> bool:
         """`path` or a folder above it (up to the project root) is excluded: for paths named explicitly."""
@@ -128,12 +126,28 @@ class Config:
             candidate = candidate.parent
 
 
+@lru_cache(maxsize=64)
+def _exclude_matchers(patterns: tuple[str, ...]) -> tuple[re.Pattern[str] | None, re.Pattern[str] | None]:
+    """One regex for the name patterns and one for the path patterns (discovery asks for every file)."""
+    names = [fnmatch.translate(p.strip("/")) for p in patterns if "/" not in p.strip("/")]
+    paths = [fnmatch.translate(p.strip("/")) for p in patterns if "/" in p.strip("/")]
+    return (re.compile("|".join(names)) if names else None, re.compile("|".join(paths)) if paths else None)
+
+
 def _relative(path: str, root: Path) -> str:
-    resolved = Path(path).resolve()
+    """`path` from `root`, as posix, with the folders' symlinks resolved (absolute if outside `root`)."""
+    folder, name = os.path.split(os.path.abspath(path))
+    resolved = _resolved(folder) / name
     try:
-        return resolved.relative_to(root.resolve()).as_posix()
+        return resolved.relative_to(_resolved(str(root))).as_posix()
     except ValueError:
         return resolved.as_posix()
+
+
+@lru_cache(maxsize=4096)
+def _resolved(folder: str) -> Path:
+    """Cached: discovery asks for every file of a folder (resolving is a system call per path component)."""
+    return Path(folder).resolve()
 
 
 def find_pyproject(start: Path) -> Path | None:

@@ -44,15 +44,22 @@ def build_parser() -> argparse.ArgumentParser:
         "--output-format",
         choices=formats,
         default="text",
-        help="full (= text, the default): each finding with its source line, GB pages and fix; concise: one line "
-        "per finding",
+        metavar="FORMAT",
+        help="full (the default, also called text): each finding with its source line, GB pages and fix; concise: "
+        "one line per finding; json, sarif or github",
     )
     parser.add_argument("-o", "--output-file", type=Path, metavar="FILE", help="write the report to FILE")
     parser.add_argument("--select", type=_codes, help="only report codes with these prefixes, e.g. TCL1,TCL201")
-    parser.add_argument("--extend-select", type=_codes, help="also report these (e.g. the opt-in TCL902)")
+    parser.add_argument(
+        "--extend-select", type=_codes, metavar="CODES", help="also report these (e.g. the opt-in TCL902)"
+    )
     parser.add_argument("--ignore", type=_codes, help="never report codes with these prefixes")
-    parser.add_argument("--exclude", type=_globs, help="globs of files and folders not to lint (replaces the default)")
-    parser.add_argument("--extend-exclude", type=_globs, help="more globs of files and folders not to lint")
+    parser.add_argument(
+        "--exclude", type=_globs, metavar="GLOBS", help="globs of files and folders not to lint (replaces the default)"
+    )
+    parser.add_argument(
+        "--extend-exclude", type=_globs, metavar="GLOBS", help="more globs of files and folders not to lint"
+    )
     parser.add_argument(
         "--force-exclude",
         action="store_true",

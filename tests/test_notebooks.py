@@ -193,6 +193,18 @@ def test_confirm_leaves_notebook_regions_unrun(tmp_path: Path) -> None:
     assert specs == [] and [u.reason for u in unrunnable] == [NOTEBOOK_NOT_RUN]
 
 
+@pytest.mark.dynamo
+@pytest.mark.slow
+def test_confirm_runs_modules_but_reports_notebook_findings_as_not_run(tmp_path: Path) -> None:
+    step = "import torch\n\n@torch.compile\ndef step(x):\n    return x / x.abs().max().item()\n"
+    save(tmp_path, "steps.ipynb", notebook(new_code_cell(step)))
+    (tmp_path / "steps.py").write_text(step)
+    result = run(".", "--confirm", cwd=tmp_path)
+    assert "steps.ipynb:cell 1:5:16: TCL101 [not-run]" in result.stdout, result.stdout + result.stderr
+    assert "steps.py:5:16: TCL101 [confirmed]" in result.stdout
+    assert f"steps.ipynb:step: not-run: {NOTEBOOK_NOT_RUN}" in result.stdout  # in the targets table notes
+
+
 # -- fixing ------------------------------------------------------------------------------------------
 def cell_sources(path: Path) -> list[str]:
     return [cell.source for cell in nbformat.read(str(path), as_version=4).cells]

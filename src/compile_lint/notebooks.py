@@ -1,8 +1,8 @@
 """Jupyter notebooks as one Python source, and back.
 
 A notebook is linted as the Python source its code cells make when joined in order: each cell is
-preceded by a marker comment line (`# %% compile-lint cell 3`), so every line of the source belongs to
-one cell line and findings map back to `(cell, line in cell)`. IPython syntax that is not Python
+preceded by a marker comment line (`# %% compile-lint cell 3`); every other line of the source is one
+line of a cell, so findings map back to `(cell, line in cell)`. IPython syntax that is not Python
 (`%magic`, `!shell`, `x = !ls`, `obj?`) becomes a `pass` placeholder at the same indentation, so lines stay
 aligned and blocks stay valid; cells run by a non-Python cell magic (`%%bash`, `%%writefile`) are left
 out, while `%%time`-like magics whose body is Python keep their body.
@@ -16,7 +16,8 @@ API (also for editors that receive the cells one by one, e.g. LSP notebook docum
 - `NotebookSource.text` is the Python source to lint; `.locate(line)` maps one of its lines to
   `(cell, line in cell)`, `.source_line(cell, line)` maps back, `.cell_line(cell, line)` is the text as
   written in the cell;
-- `to_cells(finding, source)` moves a finding onto its cell;
+- `to_cells(finding, source)` moves a finding onto its cell (e.g. one of `engine.lint_source(source.text, path)`);
+- `is_notebook(path)`: the `.ipynb` suffix;
 - `rewrite(data, fixed_text)` puts a fixed source back into the notebook's cells, keeping outputs,
   metadata, key order and formatting.
 """

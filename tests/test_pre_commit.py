@@ -7,6 +7,7 @@ not GitHub. About 10 s per try-repo run.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -55,7 +56,8 @@ def try_repo(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
 def test_manifest_declares_a_static_hook_and_a_manual_confirm_hook() -> None:
     hooks = {hook["id"]: hook for hook in load_manifest(str(ROOT / ".pre-commit-hooks.yaml"))}
     static, confirm = hooks["compile-lint"], hooks["compile-lint-confirm"]
-    assert static["types"] == ["python"] and static["language"] == "python"
+    assert static["types_or"] == ["python", "pyi", "jupyter"] and static["language"] == "python"
+    assert static["entry"] == "compile-lint --force-exclude"
     assert static["require_serial"] is False and static["pass_filenames"] is True and not static["stages"]
     assert confirm["entry"] == "compile-lint --confirm" and confirm["stages"] == ["manual"]
     assert confirm["pass_filenames"] is False and confirm["require_serial"] is True
@@ -67,6 +69,19 @@ def test_hook_fails_on_a_file_with_findings(user_repo: Path) -> None:
     assert result.returncode == 1, result.stdout + result.stderr
     assert "compile-lint" in result.stdout and "Failed" in result.stdout
     assert "bad.py:9:8: TCL101" in result.stdout and "good.py:" not in result.stdout
+
+
+@pytest.mark.slow
+def test_hook_lints_notebooks_and_honours_exclude_for_the_files_it_is_given(user_repo: Path) -> None:
+    code = (FIXTURES / "seed_step.py").read_text()
+    cell = {"cell_type": "code", "execution_count": None, "id": "c1", "metadata": {}, "outputs": [], "source": code}
+    notebook = {"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (user_repo / "demo.ipynb").write_text(json.dumps(notebook, indent=1) + "\n")
+    (user_repo / "pyproject.toml").write_text('[tool.compile-lint]\nextend-exclude = ["bad.py"]\n')
+    subprocess.run(["git", "add", "."], cwd=user_repo, check=True)
+    result = try_repo(user_repo, "compile-lint", "--files", "bad.py", "demo.ipynb", "pyproject.toml")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "demo.ipynb:cell 1:9:8: TCL101" in result.stdout and "bad.py:" not in result.stdout
 
 
 @pytest.mark.slow

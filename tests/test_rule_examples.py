@@ -12,9 +12,9 @@ from compile_lint.versions import KNOWN, TorchVersion, label
 HEADER = "import torch\nfrom torch import nn\n\n"
 
 
-# Reported by the engine (TCL000) or only by `--confirm` (family "dynamic"): no visitor to give examples to;
-# tests/test_cli.py and tests/test_confirm_e2e.py cover them.
-NOT_STATIC = {rule.code for rule in all_rules() if rule.code == "TCL000" or rule.family == "dynamic"}
+# Reported by the engine (TCL000, TCL902) or only by `--confirm` (family "dynamic"): no visitor to give examples
+# to; tests/test_cli.py, tests/test_conventions.py and tests/test_confirm_e2e.py cover them.
+NOT_STATIC = {rule.code for rule in all_rules() if not any(rule.visitors())}
 
 
 def _cases(kind: str) -> list[tuple[Rule, Example, TorchVersion]]:

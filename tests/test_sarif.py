@@ -136,6 +136,18 @@ def test_every_severity_status_and_detail_stays_valid(tmp_path: Path) -> None:
     }
 
 
+def test_a_notebook_finding_locates_the_file_and_names_its_cell() -> None:
+    finding = Finding("nb/demo.ipynb", 3, 13, 3, 33, "TCL101", "in a cell", ["GB0124"], cell=4)
+    document = json.loads(sarif.render([finding]))
+    assert_valid(document)
+    result = document["runs"][0]["results"][0]
+    assert result["locations"][0]["physicalLocation"] == {
+        "artifactLocation": {"uri": "nb/demo.ipynb", "uriBaseId": "%SRCROOT%"}
+    }
+    assert result["properties"]["cell"] == 4
+    assert result["properties"]["cellRegion"] == {"startLine": 3, "startColumn": 13, "endLine": 3, "endColumn": 33}
+
+
 def test_clean_run_is_valid_with_no_results(tmp_path: Path) -> None:
     (tmp_path / "clean.py").write_text("def f(x):\n    return x\n")
     result = cli("--format", "sarif", str(tmp_path / "clean.py"))

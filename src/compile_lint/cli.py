@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from collections.abc import Sequence
@@ -24,17 +25,57 @@ def _codes(value: str) -> list[str]:
     return [code.strip().upper() for code in value.split(",") if code.strip()]
 
 
+def _globs(value: str) -> list[str]:
+    return [glob.strip() for glob in value.split(",") if glob.strip()]
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="compile-lint",
         description="Find torch.compile graph breaks and recompiles before you profile. "
         "Also: `compile-lint rules` lists the rules, `compile-lint rule TCL101` explains one.",
     )
-    parser.add_argument("paths", nargs="*", default=["."], help="files or folders to lint (default: .)")
-    formats = ["text", "json", "sarif", "github"]
-    parser.add_argument("--format", choices=formats, default="text", help="output format")
+    parser.add_argument(
+        "paths", nargs="*", default=["."], help="files, folders or notebooks (.ipynb) to lint (default: .)"
+    )
+    formats = ["full", "concise", "json", "sarif", "github", "text"]
+    parser.add_argument(
+        "--format",
+        "--output-format",
+        choices=formats,
+        default="text",
+        metavar="FORMAT",
+        help="full (the default, also called text): each finding with its source line, GB pages and fix; concise: "
+        "one line per finding; json, sarif or github",
+    )
+    parser.add_argument("-o", "--output-file", type=Path, metavar="FILE", help="write the report to FILE")
     parser.add_argument("--select", type=_codes, help="only report codes with these prefixes, e.g. TCL1,TCL201")
+    parser.add_argument(
+        "--extend-select", type=_codes, metavar="CODES", help="also report these (e.g. the opt-in TCL902)"
+    )
     parser.add_argument("--ignore", type=_codes, help="never report codes with these prefixes")
+    parser.add_argument(
+        "--exclude", type=_globs, metavar="GLOBS", help="globs of files and folders not to lint (replaces the default)"
+    )
+    parser.add_argument(
+        "--extend-exclude", type=_globs, metavar="GLOBS", help="more globs of files and folders not to lint"
+    )
+    parser.add_argument(
+        "--force-exclude",
+        action="store_true",
+        help="skip excluded files even when named explicitly (as pre-commit names them)",
+    )
+    parser.add_argument("--statistics", action="store_true", help="print the number of findings per code instead")
+    parser.add_argument(
+        "--show-fixes",
+        action="store_true",
+        help="mark findings an automatic fix removes ([*]: --fix, [*unsafe]: --unsafe-fixes) and say what it does",
+    )
+    parser.add_argument(
+        "--add-noqa",
+        action="store_true",
+        help="add `# noqa: CODE` to every line with findings (to adopt compile-lint on an existing tree)",
+    )
     parser.add_argument("-j", "--jobs", type=int, default=1, help="lint files in N processes (0: one per core)")
     parser.add_argument("--no-cache", action="store_true", help="do not read or write the summary cache")
     parser.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings (errors still exit 2)")
@@ -77,13 +118,36 @@ def _merge_cli(config: Config, args: argparse.Namespace) -> Config:
         config.mode = args.mode
     if args.select:
         config.select = args.select
+    if args.extend_select:
+        config.extend_select = [*config.extend_select, *args.extend_select]
     if args.ignore:
         config.ignore = [*config.ignore, *args.ignore]
+    if args.exclude is not None:
+        config.exclude = args.exclude
+    if args.extend_exclude:
+        config.extend_exclude = [*config.extend_exclude, *args.extend_exclude]
+    config.force_exclude = config.force_exclude or args.force_exclude
     return config
 
 
 def run_check(args: argparse.Namespace, console: Console) -> int:
+    if args.format == "full":
+        args.format = "text"
+    if args.output_file is None:
+        return _run_check(args, console)
+    try:
+        with args.output_file.open("w", encoding="utf-8") as stream:
+            return _run_check(args, Console(file=stream, width=Console().width))
+    except OSError as error:
+        message = f"compile-lint: cannot write {args.output_file}: {error.strerror or error}"
+        Console(stderr=True).print(message, markup=False, highlight=False, soft_wrap=True)
+        return EXIT_ERROR
+
+
+def _run_check(args: argparse.Namespace, console: Console) -> int:
     config = _merge_cli(load_config(args.paths), args)
+    if args.add_noqa:
+        return run_add_noqa(args, config, console)
     if args.confirm or args.target or args.repro_dir or args.backend or args.timeout is not None:
         return run_confirm(args, config, console)
     if args.fix or args.unsafe_fixes or args.diff:
@@ -93,8 +157,34 @@ def run_check(args: argparse.Namespace, console: Console) -> int:
         return EXIT_CLEAN
     jobs = args.jobs or os.cpu_count() or 1
     result = lint(args.paths, config, jobs=jobs, use_cache=not args.no_cache)
-    report(result.findings, result.files, args.format, console)
+    findings = _with_fixes(result.findings, args, config)
+    report(findings, result.files, args.format, console, args.statistics)
     return EXIT_FINDINGS if result.findings else EXIT_CLEAN
+
+
+def _with_fixes(findings: list[Finding], args: argparse.Namespace, config: Config) -> list[Finding]:
+    """--show-fixes: each finding an automatic fix removes gets `details["autofix"]` (safety and title)."""
+    if not args.show_fixes:
+        return findings
+    from compile_lint.fixes import runner
+
+    return runner.with_autofixes(findings, args.paths, config)
+
+
+def run_add_noqa(args: argparse.Namespace, config: Config, console: Console) -> int:
+    from compile_lint.fixes import noqa
+
+    if args.fix or args.unsafe_fixes or args.diff or args.confirm:
+        message = "compile-lint: --add-noqa does not combine with --fix, --unsafe-fixes, --diff or --confirm"
+        Console(stderr=True).print(message, markup=False, highlight=False, soft_wrap=True)
+        return EXIT_ERROR
+    result = lint(args.paths, config, jobs=args.jobs or os.cpu_count() or 1, use_cache=not args.no_cache)
+    added = noqa.add_noqa(result.findings)
+    written, files = noqa.write(added)
+    for problem in (*added.skipped, *added.errors):
+        console.print(f"compile-lint: {problem}", style="yellow", markup=False, highlight=False, soft_wrap=True)
+    console.print(f"Added {written} noqa code{'s' * (written != 1)} in {files} file{'s' * (files != 1)}.")
+    return EXIT_ERROR if added.errors else EXIT_CLEAN
 
 
 def run_fixes(args: argparse.Namespace, config: Config, console: Console) -> int:
@@ -107,8 +197,8 @@ def run_fixes(args: argparse.Namespace, config: Config, console: Console) -> int
     hint = f" ({runner.count(plan.withheld, 'more fix', 'es')} with --unsafe-fixes)" if plan.withheld else ""
     if args.diff:
         for file in plan.files:
-            sys.stdout.write(file.diff())
-        sys.stdout.flush()  # the diff before the summary on stderr
+            console.file.write(file.diff())
+        console.file.flush()  # the diff before the summary on stderr
         fixes = sum(len(f.applied) for f in plan.files)
         runner.print_errors(plan, log)
         files = runner.count(len(plan.files), "file")
@@ -118,8 +208,23 @@ def run_fixes(args: argparse.Namespace, config: Config, console: Console) -> int
     runner.print_errors(plan, log)
     log.print(f"Fixed {runner.count(fixed, 'finding')}{hint}.", highlight=False)
     result = lint(args.paths, config, jobs=args.jobs or os.cpu_count() or 1, use_cache=not args.no_cache)
-    report(result.findings, result.files, args.format, console)
+    if _removed_unused_noqa(result.findings, log):
+        result = lint(args.paths, config, jobs=args.jobs or os.cpu_count() or 1, use_cache=not args.no_cache)
+    report(_with_fixes(result.findings, args, config), result.files, args.format, console, args.statistics)
     return EXIT_FINDINGS if result.findings or plan.errors else EXIT_CLEAN
+
+
+def _removed_unused_noqa(findings: list[Finding], log: Console) -> int:
+    """--fix with TCL902 selected: take the unused codes out of their `# noqa` comments."""
+    from compile_lint.fixes import noqa
+
+    cleaned = noqa.remove_unused(findings)
+    removed, _ = noqa.write(cleaned)
+    for error in cleaned.errors:
+        log.print(f"compile-lint: {error}", style="yellow", markup=False, highlight=False, soft_wrap=True)
+    if removed:
+        log.print(f"Removed {removed} unused noqa code{'s' * (removed != 1)}.", highlight=False)
+    return removed
 
 
 def run_confirm(args: argparse.Namespace, config: Config, console: Console) -> int:
@@ -156,7 +261,7 @@ def run_confirm(args: argparse.Namespace, config: Config, console: Console) -> i
     finally:
         progress.stop()
     if args.format == "json":
-        print(json_report.render(result.findings, result.environment))
+        console.file.write(json_report.render(result.findings, result.environment) + "\n")
     else:
         report(result.findings, result.files, args.format, console)
     if args.format == "text":
@@ -167,13 +272,21 @@ def run_confirm(args: argparse.Namespace, config: Config, console: Console) -> i
     return EXIT_FINDINGS if remaining else EXIT_CLEAN
 
 
-def report(findings: list[Finding], files: int, fmt: str, console: Console) -> None:
-    if fmt == "json":
-        print(json_report.render(findings))
+def report(findings: list[Finding], files: int, fmt: str, console: Console, statistics: bool = False) -> None:
+    """Print the findings (or, with `statistics`, their count per code) on `console`, as `fmt`."""
+    out = console.file
+    if statistics and fmt == "json":
+        out.write(json.dumps(text.statistics(findings), indent=2) + "\n")
+    elif statistics:
+        text.render_statistics(console, findings)
+    elif fmt == "json":
+        out.write(json_report.render(findings) + "\n")
     elif fmt == "sarif":
-        print(sarif.render(findings))
+        out.write(sarif.render(findings) + "\n")
     elif fmt == "github":
-        print(github.render(findings))
+        out.write(github.render(findings) + "\n")
+    elif fmt == "concise":
+        text.render_concise(console, findings, files)
     else:
         text.render(console, findings, files)
 

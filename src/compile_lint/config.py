@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import fnmatch
+import os
+import re
 import sys
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal, get_args
 
@@ -17,6 +20,7 @@ else:  # pragma: no cover - exercised on 3.10 only
 
 TOP_KEYS = {
     "select": "list of code prefixes to report (default: all)",
+    "extend-select": "list of code prefixes to report besides `select` (e.g. the opt-in TCL902)",
     "ignore": "list of code prefixes not to report",
     "per-file-ignores": "table of glob -> list of code prefixes",
     "extra-regions": "function names or qualified names (`Model.step`) to treat as compiled",
@@ -25,6 +29,9 @@ TOP_KEYS = {
     "capture-scalar-outputs": "true if the project sets torch._dynamo.config.capture_scalar_outputs",
     "capture-dynamic-output-shape-ops": "true if the project sets capture_dynamic_output_shape_ops",
     "torch-version": 'the torch release the project runs, e.g. "2.14" (default: the installed torch)',
+    "exclude": "list of globs of files and folders not to lint (replaces the default list)",
+    "extend-exclude": "list of globs of files and folders not to lint, besides `exclude`",
+    "force-exclude": "true to skip excluded files even when they are named explicitly (pre-commit)",
     "confirm": "table of settings for `--confirm`",
 }
 CONFIRM_KEYS = {
@@ -34,6 +41,15 @@ CONFIRM_KEYS = {
     "backend": "torch.compile backend (default eager)",
 }
 
+
+# Folders and files never linted unless `exclude` replaces this list (virtualenvs are always skipped).
+DEFAULT_EXCLUDE = (
+    ".git", ".hg", ".svn", ".venv", "venv", "__pycache__", "node_modules", "build", "dist", ".tox", ".nox",
+    "*.egg-info", ".ipynb_checkpoints", ".mypy_cache", ".ruff_cache", ".pytest_cache",
+)  # fmt: skip
+# Codes reported only when a `select`/`extend-select` prefix with a digit names them: TCL902 (unused noqa)
+# would flag noqa comments that only a whole-project run needs when pre-commit lints a few files.
+OPT_IN = frozenset({"TCL902"})
 
 Mode = Literal["all", "inference", "training"]
 MODES: tuple[str, ...] = get_args(Mode)
@@ -57,6 +73,7 @@ class Config:
     root: Path = field(default_factory=Path.cwd)  # folder of the pyproject.toml, or the cwd
     source: Path | None = None
     select: list[str] = field(default_factory=list)
+    extend_select: list[str] = field(default_factory=list)
     ignore: list[str] = field(default_factory=list)
     per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
     extra_regions: list[str] = field(default_factory=list)
@@ -66,13 +83,20 @@ class Config:
     capture_dynamic_output_shape_ops: bool = False
     torch_version: str | None = None  # as written; see versions.target_version
     confirm: ConfirmConfig = field(default_factory=ConfirmConfig)
+    exclude: list[str] = field(default_factory=lambda: list(DEFAULT_EXCLUDE))
+    extend_exclude: list[str] = field(default_factory=list)
+    force_exclude: bool = False
 
     def flags(self) -> set[str]:
         names = ("capture_scalar_outputs", "capture_dynamic_output_shape_ops")
         return {name for name in names if getattr(self, name)}
 
     def is_selected(self, code: str, path: str) -> bool:
-        if self.select and not code.startswith(tuple(self.select)):
+        chosen = [*self.select, *self.extend_select]
+        if code in OPT_IN:
+            if not any(code.startswith(prefix) and prefix[3:] for prefix in chosen):
+                return False
+        elif self.select and not code.startswith(tuple(chosen)):
             return False
         if code.startswith(tuple(self.ignore)):
             return False
@@ -82,13 +106,48 @@ class Config:
                 return False
         return True
 
+    def is_excluded(self, path: str) -> bool:
+        """`path` matches `exclude` or `extend-exclude`: a pattern without a slash matches a file or folder
+        name anywhere (`build`, `*_pb2.py`), one with a slash the path from the project root (`src/gen/*`)."""
+        names, paths = _exclude_matchers((*self.exclude, *self.extend_exclude))
+        if names is not None and names.match(os.path.basename(os.path.normpath(path))):
+            return True
+        return paths is not None and paths.match(_relative(path, self.root)) is not None
+
+    def is_excluded_within(self, path: str) -> bool:
+        """`path` or a folder above it (up to the project root) is excluded: for paths named explicitly."""
+        candidate = Path(path).resolve()
+        root = self.root.resolve()
+        while True:
+            if self.is_excluded(str(candidate)):
+                return True
+            if candidate == root or candidate.parent == candidate or root not in candidate.parents:
+                return False
+            candidate = candidate.parent
+
+
+@lru_cache(maxsize=64)
+def _exclude_matchers(patterns: tuple[str, ...]) -> tuple[re.Pattern[str] | None, re.Pattern[str] | None]:
+    """One regex for the name patterns and one for the path patterns (discovery asks for every file)."""
+    names = [fnmatch.translate(p.strip("/")) for p in patterns if "/" not in p.strip("/")]
+    paths = [fnmatch.translate(p.strip("/")) for p in patterns if "/" in p.strip("/")]
+    return (re.compile("|".join(names)) if names else None, re.compile("|".join(paths)) if paths else None)
+
 
 def _relative(path: str, root: Path) -> str:
-    resolved = Path(path).resolve()
+    """`path` from `root`, as posix, with the folders' symlinks resolved (absolute if outside `root`)."""
+    folder, name = os.path.split(os.path.abspath(path))
+    resolved = _resolved(folder) / name
     try:
-        return resolved.relative_to(root.resolve()).as_posix()
+        return resolved.relative_to(_resolved(str(root))).as_posix()
     except ValueError:
         return resolved.as_posix()
+
+
+@lru_cache(maxsize=4096)
+def _resolved(folder: str) -> Path:
+    """Cached: discovery asks for every file of a folder (resolving is a system call per path component)."""
+    return Path(folder).resolve()
 
 
 def find_pyproject(start: Path) -> Path | None:
@@ -150,11 +209,16 @@ def parse_table(table: dict[str, Any], source: Path) -> Config:
     _check_keys(table, TOP_KEYS, "tool.compile-lint", source)
     config = Config(root=source.parent, source=source)
     config.select = _codes(table.get("select", []), "select", source)
+    config.extend_select = _codes(table.get("extend-select", []), "extend-select", source)
     config.ignore = _codes(table.get("ignore", []), "ignore", source)
     per_file = _typed(table.get("per-file-ignores", {}), dict, "per-file-ignores", source)
     config.per_file_ignores = {k: _codes(v, f"per-file-ignores.{k}", source) for k, v in per_file.items()}
     config.extra_regions = _typed(table.get("extra-regions", []), list, "extra-regions", source, str)
     config.exclude_regions = _typed(table.get("exclude-regions", []), list, "exclude-regions", source, str)
+    if "exclude" in table:
+        config.exclude = _typed(table["exclude"], list, "exclude", source, str)
+    config.extend_exclude = _typed(table.get("extend-exclude", []), list, "extend-exclude", source, str)
+    config.force_exclude = _typed(table.get("force-exclude", False), bool, "force-exclude", source)
     mode = _typed(table.get("mode", "all"), str, "mode", source)
     if mode not in MODES:
         raise ConfigError(f"{source}: `mode` must be one of {', '.join(MODES)}, got {mode!r}")

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import libcst as cst
 
-from compile_lint import __version__
+from compile_lint import __version__, notebooks
 from compile_lint.analysis.index import FileIndex, build_index
 from compile_lint.analysis.packages import relative_module
 from compile_lint.analysis.source import decode, read_source
@@ -32,8 +32,12 @@ from compile_lint.project import Options, Project
 from compile_lint.rules import rule_by_code
 from compile_lint.versions import NEWEST, TorchVersion, label, target_version
 
-EXCLUDED_DIRS = frozenset({".git", ".hg", ".venv", "venv", "__pycache__", "node_modules", "build", "dist", ".tox"})
-NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
+SUFFIXES = (".py", ".pyi", notebooks.SUFFIX)
+CODES = r"[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*"
+NOQA = re.compile(rf"#\s*noqa(?::\s*(?P<codes>{CODES}))?", re.IGNORECASE)
+# `# compile-lint: noqa` (or `...: noqa: TCL101, TCL2`) on a line of its own exempts the whole file.
+FILE_NOQA = re.compile(rf"\s*#\s*compile-lint:\s*noqa(?::\s*(?P<codes>{CODES}))?\s*$", re.IGNORECASE)
+UNUSED_NOQA = "TCL902"
 CACHE_DIR = ".compile_lint_cache"
 IMPORTS = re.compile(r"^\s*(?:from\s+(\.*[\w.]*)\s+import|import\s+([\w.]+))", re.M)
 
@@ -45,23 +49,30 @@ class LintResult:
     cached: int = 0  # files whose findings came from the cache
 
 
-def discover(paths: Iterable[str]) -> list[str]:
-    """Python files under `paths` (files are taken as given), sorted, each once."""
+def discover(paths: Iterable[str], config: Config | None = None) -> list[str]:
+    """Python files and notebooks under `paths`, sorted, each once, without the excluded ones. Paths named
+    explicitly are taken as given, unless `force_exclude` is set (pre-commit names every changed file)."""
+    config = config or Config()
     found: set[str] = set()
     for path in paths:
+        if config.force_exclude and config.is_excluded_within(path):
+            continue
         if os.path.isdir(path):
             for folder, dirs, files in os.walk(path):
-                dirs[:] = [d for d in dirs if not _excluded(os.path.join(folder, d))]
-                found.update(os.path.join(folder, f) for f in files if f.endswith((".py", ".pyi")))
+                dirs[:] = [d for d in dirs if not _excluded_folder(os.path.join(folder, d), config)]
+                found.update(
+                    os.path.join(folder, f)
+                    for f in files
+                    if f.endswith(SUFFIXES) and not config.is_excluded(os.path.join(folder, f))
+                )
         else:
             found.add(path)
     return sorted(os.path.normpath(p) for p in found)
 
 
-def _excluded(folder: str) -> bool:
-    """VCS and build folders, and any virtualenv (a folder with a pyvenv.cfg, e.g. `.venv-torch2.14`)."""
-    name = os.path.basename(folder)
-    return name in EXCLUDED_DIRS or name.endswith(".egg-info") or os.path.exists(os.path.join(folder, "pyvenv.cfg"))
+def _excluded_folder(folder: str, config: Config) -> bool:
+    """Excluded by the config, or a virtualenv (a folder with a pyvenv.cfg, e.g. `.venv-torch2.14`)."""
+    return config.is_excluded(folder) or os.path.exists(os.path.join(folder, "pyvenv.cfg"))
 
 
 def module_name(path: str) -> str:
@@ -167,10 +178,19 @@ def read_all(paths: list[str]) -> tuple[list[tuple[str, bytes]], list[Finding]]:
     errors: list[Finding] = []
     for path in paths:
         try:
-            items.append((path, Path(path).read_bytes()))
+            items.append((path, read_linted(path)))
         except OSError as error:
             errors.append(unreadable(path, f"cannot read: {error.strerror or error}"))
+        except notebooks.NotebookError as error:
+            errors.append(unreadable(path, str(error)))
     return items, errors
+
+
+def read_linted(path: str) -> bytes:
+    """The bytes the analysis reads: the file's, or a notebook's code cells as one Python source."""
+    if notebooks.is_notebook(path):
+        return notebooks.load(path).text.encode()
+    return Path(path).read_bytes()
 
 
 def parse_all(items: list[tuple[str, bytes]]) -> tuple[list[FileIndex], list[Finding]]:
@@ -188,7 +208,7 @@ def parse_all(items: list[tuple[str, bytes]]) -> tuple[list[FileIndex], list[Fin
 
 def build_project(paths: list[str], config: Config) -> Project:
     """The project of these paths, for what needs more than findings (confirm's targets, --show-regions)."""
-    items, unreadable_files = read_all(discover(paths))
+    items, unreadable_files = read_all(discover(paths, config))
     indexes, errors = parse_all(items)
     return Project(indexes, options_of(config), unreadable_files + errors, load_source)
 
@@ -293,23 +313,121 @@ def suppressed_by_noqa(finding: Finding, lines: list[str]) -> bool:
     if match is None:
         return False
     codes = match.group("codes")
-    return codes is None or finding.code in re.split(r"[\s,]+", codes.upper())
+    return codes is None or finding.code in _code_list(codes)
 
 
-def apply_filters(findings: list[Finding], config: Config) -> list[Finding]:
+def _code_list(codes: str) -> list[str]:
+    return re.split(r"[\s,]+", codes.upper())
+
+
+def file_noqa(lines: list[str]) -> set[str] | None:
+    """Codes `# compile-lint: noqa: ...` lines exempt the whole file from; an empty set exempts it from
+    every code; None if there is no such line."""
+    exempt: set[str] | None = None
+    for line in lines:
+        if "compile-lint" in line.lower():
+            match = FILE_NOQA.match(line)
+            if match is not None:
+                codes = match.group("codes")
+                if codes is None:
+                    return set()
+                exempt = (exempt or set()) | set(_code_list(codes))
+    return exempt
+
+
+def exempt_by_file_noqa(code: str, exempt: set[str] | None) -> bool:
+    return exempt is not None and (not exempt or code in exempt)
+
+
+@dataclass
+class LintedText:
+    """A file's lines as the analysis read them (a notebook's joined cells) and its file-level noqa."""
+
+    lines: list[str]
+    exempt: set[str] | None
+    notebook: notebooks.NotebookSource | None
+
+    @classmethod
+    def read(cls, path: str, data: bytes | None = None) -> LintedText:
+        """From `data` (what `read_linted` returned) if given, else from the file; empty if unreadable."""
+        notebook = None
+        try:
+            if notebooks.is_notebook(path):
+                notebook = notebooks.load(path)
+                text = notebook.text
+            else:
+                text = decode(data) if data is not None else read_source(path)
+        except (OSError, UnicodeDecodeError, SyntaxError, LookupError, notebooks.NotebookError):
+            text = ""
+        lines = text.splitlines()
+        return cls(lines, file_noqa(lines), notebook)
+
+
+def apply_filters(
+    findings: list[Finding], config: Config, items: Iterable[tuple[str, bytes]] | None = None
+) -> list[Finding]:
+    """What the user sees: selected codes, minus `noqa` (line and file level); plus, for the files in
+    `items` (path and what `read_linted` returned), a TCL902 for each noqa code that suppressed nothing;
+    notebook findings moved onto their cells; sorted."""
+    given = dict(items or ())
+    texts: dict[str, LintedText] = {}
+
+    def text_of(path: str) -> LintedText:
+        if path not in texts:
+            texts[path] = LintedText.read(path, given.get(path))
+        return texts[path]
+
+    used: dict[str, set[tuple[int, str]]] = {}
     kept: list[Finding] = []
-    lines_of: dict[str, list[str]] = {}
     for finding in findings:
         if not config.is_selected(finding.code, finding.path):
             continue
-        if finding.path not in lines_of:
-            try:
-                lines_of[finding.path] = read_source(finding.path).splitlines()
-            except (OSError, UnicodeDecodeError, SyntaxError, LookupError):
-                lines_of[finding.path] = []
-        if not suppressed_by_noqa(finding, lines_of[finding.path]):
+        text = text_of(finding.path)
+        if exempt_by_file_noqa(finding.code, text.exempt):
+            continue
+        if suppressed_by_noqa(finding, text.lines):
+            used.setdefault(finding.path, set()).add((finding.line, finding.code))
+        else:
             kept.append(finding)
-    return sorted(kept, key=lambda f: f.sort_key)
+    for path in given:
+        if config.is_selected(UNUSED_NOQA, path):
+            text = text_of(path)
+            for unused in unused_noqa(path, text.lines, used.get(path, set()), config):
+                if not exempt_by_file_noqa(unused.code, text.exempt) and not suppressed_by_noqa(unused, text.lines):
+                    kept.append(unused)
+    placed = [_on_cells(finding, text_of(finding.path).notebook) for finding in kept]
+    return sorted(placed, key=lambda f: f.sort_key)
+
+
+def _on_cells(finding: Finding, notebook: notebooks.NotebookSource | None) -> Finding:
+    return finding if notebook is None else notebooks.to_cells(finding, notebook)
+
+
+def unused_noqa(path: str, lines: list[str], used: set[tuple[int, str]], config: Config) -> list[Finding]:
+    """TCL902 for each line whose `# noqa: ...` names a TCL code that suppressed nothing there: a selected
+    code with no finding, or an unknown code. Other tools' codes and bare `# noqa` are left alone."""
+    rule = rule_by_code(UNUSED_NOQA)
+    assert rule is not None
+    found: list[Finding] = []
+    for number, line in enumerate(lines, start=1):
+        match = NOQA.search(line) if "noqa" in line.lower() else None
+        if match is None or match.group("codes") is None:
+            continue
+        listed = [code for code in _code_list(match.group("codes")) if code.startswith("TCL") and code != rule.code]
+        unknown = [code for code in listed if rule_by_code(code) is None]
+        unused = [
+            code for code in listed
+            if code not in unknown and (number, code) not in used and config.is_selected(code, path)
+        ]  # fmt: skip
+        if unused or unknown:
+            parts = [f"unused: {', '.join(unused)}"] if unused else []
+            parts += [f"unknown: {', '.join(unknown)}"] if unknown else []
+            message = f"{rule.summary} ({'; '.join(parts)})"
+            start, end = match.span()
+            finding = Finding(path, number, start + 1, number, end + 1, rule.code, message, severity=rule.severity)
+            finding.fix, finding.details = rule.fix, {"unused": unused, "unknown": unknown}
+            found.append(finding)
+    return found
 
 
 def lint_source(
@@ -325,7 +443,7 @@ def lint_source(
 
 
 def lint(paths: list[str], config: Config, jobs: int = 1, use_cache: bool = True) -> LintResult:
-    files = discover(paths)
+    files = discover(paths, config)
     options = options_of(config)
     items, errors = read_all(files)
     store = RunCache(config.root, options.torch_version) if use_cache else None
@@ -336,4 +454,4 @@ def lint(paths: list[str], config: Config, jobs: int = 1, use_cache: bool = True
         findings = _run(items, options, jobs)
         if store is not None:
             store.put(key, findings)
-    return LintResult(apply_filters(errors + findings, config), len(files), cached)
+    return LintResult(apply_filters(errors + findings, config, items), len(files), cached)

@@ -7,9 +7,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from compile_lint import notebooks
 from compile_lint.confirm import GIVE_INPUTS
 from compile_lint.engine import module_name
 from compile_lint.project import Project
+
+# Kernel state and the order cells ran in decide what a notebook does: running its cells top to bottom
+# would confirm something else.
+NOTEBOOK_NOT_RUN = "not run: a notebook (its cells are not run by --confirm)"
 
 
 class UsageError(Exception):
@@ -80,7 +85,9 @@ def automatic_specs(project: Project) -> tuple[list[TargetSpec], list[Unrunnable
         label = f"{path}:{qualname}"
         region = (os.path.realpath(path), qualname)
         cls_key = function.class_key
-        if cls_key is None and "." not in qualname:
+        if notebooks.is_notebook(path):
+            unrunnable.append(Unrunnable(label, NOTEBOOK_NOT_RUN))
+        elif cls_key is None and "." not in qualname:
             specs[(dotted, qualname)] = TargetSpec("function", label, dotted, folder, qualname, region)
         elif (
             cls_key is not None and function.name == "forward" and "." not in cls_key[1] and project.is_module(cls_key)

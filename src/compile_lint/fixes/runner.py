@@ -1,6 +1,7 @@
 """`--fix`, `--unsafe-fixes`, `--diff`: fix a whole project in memory (round after round, until
 nothing more applies), then replace each changed file atomically, and only if nobody changed it
-since it was read. Encoding, BOM and line endings are kept."""
+since it was read. Encoding, BOM and line endings are kept. A notebook is fixed as the Python source of its
+code cells (`notebooks`), then written back into its cells, outputs and metadata untouched."""
 
 from __future__ import annotations
 
@@ -9,15 +10,24 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from rich.console import Console
 from rich.text import Text
 
+from compile_lint import notebooks
 from compile_lint.analysis.index import FileIndex
 from compile_lint.analysis.source import encoding_of
 from compile_lint.config import Config
-from compile_lint.engine import discover, load_source, options_of, parse_source, suppressed_by_noqa
+from compile_lint.engine import (
+    discover,
+    exempt_by_file_noqa,
+    file_noqa,
+    load_source,
+    options_of,
+    parse_source,
+    suppressed_by_noqa,
+)
 from compile_lint.finding import Finding
 from compile_lint.fixes.apply import FixError, fix_text
 from compile_lint.fixes.codemods import CODEMODS, Edit, Safety
@@ -42,6 +52,9 @@ class FilePlan:
     applied: list[Edit]
 
     def encoded(self) -> bytes:
+        """Raises NotebookError if a notebook's fixed source cannot be put back into its cells."""
+        if notebooks.is_notebook(self.source.path):
+            return notebooks.rewrite(self.source.data, self.text)
         return self.text.encode(self.source.encoding)
 
     def diff(self) -> str:
@@ -70,9 +83,12 @@ def read_source(path: str) -> Source | None:
         with open(path, "rb") as handle:
             stat = os.fstat(handle.fileno())
             data = handle.read()
-        encoding = encoding_of(data)
-        text = data.decode(encoding)
-    except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
+        if notebooks.is_notebook(path):
+            encoding, text = "utf-8", notebooks.from_json(data).text
+        else:
+            encoding = encoding_of(data)
+            text = data.decode(encoding)
+    except (OSError, SyntaxError, UnicodeDecodeError, LookupError, notebooks.NotebookError):
         return None
     return Source(path, data, encoding, text, (stat.st_mtime_ns, stat.st_size))
 
@@ -80,15 +96,16 @@ def read_source(path: str) -> Source | None:
 def _selected(findings: Iterable[Finding], config: Config, texts: dict[str, str]) -> list[Finding]:
     """The findings the user would see (select/ignore/noqa), judged on the current in-memory text."""
     lines = {path: text.splitlines() for path, text in texts.items()}
+    exempt = {path: file_noqa(file_lines) for path, file_lines in lines.items()}
     return [
         f for f in findings
         if f.code in CODEMODS and f.path in texts and config.is_selected(f.code, f.path)
-        and not suppressed_by_noqa(f, lines[f.path])
+        and not suppressed_by_noqa(f, lines[f.path]) and not exempt_by_file_noqa(f.code, exempt[f.path])
     ]  # fmt: skip
 
 
 def plan_fixes(paths: list[str], config: Config, allowed: set[Safety]) -> Plan:
-    sources = {s.path: s for s in map(read_source, discover(paths)) if s is not None}
+    sources = {s.path: s for s in map(read_source, discover(paths, config)) if s is not None}
     texts = {path: source.text for path, source in sources.items()}
     indexes = {path: parse_source(path, text) for path, text in texts.items()}
     applied: dict[str, list[Edit]] = {path: [] for path in sources}
@@ -124,7 +141,42 @@ def plan_fixes(paths: list[str], config: Config, allowed: set[Safety]) -> Plan:
         pending = changed
     plan.withheld = sum(withheld.values())
     plan.files = [FilePlan(sources[p], texts[p], applied[p]) for p in sources if texts[p] != sources[p].text]
+    plan.files = [file for file in plan.files if _writable(file, plan)]
     return plan
+
+
+def _writable(file: FilePlan, plan: Plan) -> bool:
+    """A notebook whose fixed source cannot go back into its cells is left alone (and said so)."""
+    try:
+        file.encoded()
+    except notebooks.NotebookError as error:
+        plan.errors.append(f"{file.source.path}: not fixed: {error}")
+        return False
+    return True
+
+
+def with_autofixes(findings: list[Finding], paths: list[str], config: Config) -> list[Finding]:
+    """`findings` (as `engine.lint` reports them), each one a codemod rewrites given `details["autofix"]`:
+    its safety and what it does. Plans every fix in memory; writes nothing."""
+    plan = plan_fixes(paths, config, {"safe", "unsafe"})
+    autofix: dict[tuple[str, int | None, int, int, str], dict[str, str]] = {}
+    for file in plan.files:
+        for edit in file.applied:
+            where = _placed(file, edit.finding)
+            key = (where.path, where.cell, where.line, where.col, where.code)
+            autofix.setdefault(key, {"safety": edit.safety, "title": edit.title})
+    return [
+        replace(f, details={**f.details, "autofix": autofix[key]}) if key in autofix else f
+        for f in findings
+        for key in [(f.path, f.cell, f.line, f.col, f.code)]
+    ]
+
+
+def _placed(file: FilePlan, finding: Finding) -> Finding:
+    """The finding where the report puts it: in a notebook, on its cell."""
+    if not notebooks.is_notebook(file.source.path):
+        return finding
+    return notebooks.to_cells(finding, notebooks.from_json(file.source.data))
 
 
 def _changed_since_read(source: Source, target: str) -> bool:
@@ -181,7 +233,9 @@ def write_all(plan: Plan, log: Console) -> int:
             continue
         fixed += len(file.applied)
         for edit in file.applied:
-            log.print(Text(f"fixed {path}:{edit.finding.line} {edit.finding.code}: {edit.title}"), soft_wrap=True)
+            where = _placed(file, edit.finding)
+            line = f"cell {where.cell}:{where.line}" if where.cell is not None else str(where.line)
+            log.print(Text(f"fixed {path}:{line} {edit.finding.code}: {edit.title}"), soft_wrap=True)
     return fixed
 
 

@@ -2,7 +2,8 @@
 
 `::warning file=F,line=L,col=C,endLine=EL,endColumn=EC,title=TCL101::message`; severity error
 and info become `::error` and `::notice`. Columns are 1-based, endColumn one past the span (as
-in the other formats); GitHub uses the columns only for single-line spans.
+in the other formats); GitHub uses the columns only for single-line spans. A notebook finding
+annotates the file as a whole and names its cell, line and column in the title.
 """
 
 from __future__ import annotations
@@ -23,14 +24,14 @@ def escape_property(value: str) -> str:
 
 
 def command(finding: Finding) -> str:
-    properties = {
-        "file": finding.path,
-        "line": finding.line,
-        "col": finding.col,
-        "endLine": finding.end_line,
-        "endColumn": finding.end_col,
-        "title": finding.code if finding.status == "static" else f"{finding.code} [{finding.status}]",
-    }
+    """A notebook's lines are not those of its JSON file: its findings annotate the file, the cell in the title."""
+    title = finding.code if finding.status == "static" else f"{finding.code} [{finding.status}]"
+    properties: dict[str, str | int] = {"file": finding.path}
+    if finding.cell is None:
+        properties.update(line=finding.line, col=finding.col, endLine=finding.end_line, endColumn=finding.end_col)
+    else:
+        title += f" (cell {finding.cell}, line {finding.line}, column {finding.col})"
+    properties["title"] = title
     listed = ",".join(f"{key}={escape_property(str(value))}" for key, value in properties.items())
     return f"::{COMMAND[finding.severity]} {listed}::{escape_data(annotation(finding))}"
 

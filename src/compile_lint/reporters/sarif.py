@@ -3,7 +3,8 @@
 Every rule gets a `reportingDescriptor` built from the same docs as `compile-lint rule CODE`;
 each result carries its span (1-based columns, `endColumn` one past the span, counted in code
 points) and, in `properties`, the predicted GB codes, the `--confirm` status, the path condition (when
-the line runs: `default`, `training`, `loss`, ...) and the fix.
+the line runs: `default`, `training`, `loss`, ...) and the fix. A notebook finding locates the file only
+(its lines count within a cell, not in the JSON file): `properties` has its `cell` and `cellRegion`.
 """
 
 from __future__ import annotations
@@ -65,23 +66,23 @@ def result(finding: Finding, index: dict[str, int]) -> dict[str, Any]:
         properties["function"] = finding.function
     if finding.details:
         properties["details"] = finding.details
+    region = {
+        "startLine": finding.line,
+        "startColumn": finding.col,
+        "endLine": finding.end_line,
+        "endColumn": finding.end_col,
+    }
+    physical: dict[str, Any] = {"artifactLocation": artifact_location(finding.path)}
+    if finding.cell is None:
+        physical["region"] = region
+    else:  # the lines of a cell are not those of the notebook's JSON file
+        properties["cell"] = finding.cell
+        properties["cellRegion"] = region
     entry: dict[str, Any] = {
         "ruleId": finding.code,
         "level": LEVEL[finding.severity],
         "message": {"text": finding.message},
-        "locations": [
-            {
-                "physicalLocation": {
-                    "artifactLocation": artifact_location(finding.path),
-                    "region": {
-                        "startLine": finding.line,
-                        "startColumn": finding.col,
-                        "endLine": finding.end_line,
-                        "endColumn": finding.end_col,
-                    },
-                }
-            }
-        ],
+        "locations": [{"physicalLocation": physical}],
         "properties": properties,
     }
     if finding.code in index:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -12,8 +13,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 from rich.text import Text
 
+from compile_lint import notebooks
 from compile_lint.analysis.values import Cond, cond_label
 from compile_lint.finding import Finding, gb_reference
+from compile_lint.fixes import fixability
+from compile_lint.rules import rule_by_code
 
 if TYPE_CHECKING:
     from compile_lint.confirm.session import TargetReport
@@ -22,29 +26,61 @@ if TYPE_CHECKING:
 STYLE = {"error": "bold red", "warning": "bold yellow", "info": "bold blue"}
 
 
-def _source_line(path: str, line: int, cache: dict[str, list[str]]) -> str | None:
-    if path not in cache:
+def _source_line(finding: Finding, cache: dict[str, Callable[[Finding], str | None]]) -> str | None:
+    """The finding's line as written (in a notebook: the line of its cell)."""
+    if finding.path not in cache:
+        cache[finding.path] = _line_reader(finding.path)
+    return cache[finding.path](finding)
+
+
+def _line_reader(path: str) -> Callable[[Finding], str | None]:
+    if notebooks.is_notebook(path):
         try:
-            cache[path] = Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
-        except OSError:
-            cache[path] = []
-    lines = cache[path]
-    return lines[line - 1] if 0 < line <= len(lines) else None
+            notebook = notebooks.load(path)
+        except (OSError, notebooks.NotebookError):
+            return lambda finding: None
+        return lambda finding: notebook.cell_line(finding.cell or 0, finding.line)
+    try:
+        lines = Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        lines = []
+    return lambda finding: lines[finding.line - 1] if 0 < finding.line <= len(lines) else None
+
+
+def location(finding: Finding) -> str:
+    """`path:line:col`, or `path:cell N:line:col` in a notebook."""
+    cell = f"cell {finding.cell}:" if finding.cell is not None else ""
+    return f"{finding.path}:{cell}{finding.line}:{finding.col}"
+
+
+def _head(finding: Finding) -> Text:
+    head = Text()
+    head.append(f"{location(finding)}: ", style="bold")
+    head.append(finding.code, style=STYLE[finding.severity])
+    if finding.status != "static":
+        head.append(f" [{finding.status}]", style="magenta")
+    autofix = finding.details.get("autofix")
+    if autofix:
+        head.append(" [*]" if autofix["safety"] == "safe" else " [*unsafe]", style="green")
+    head.append(f" {finding.message}")
+    return head
+
+
+def render_concise(console: Console, findings: list[Finding], files: int) -> None:
+    """`--output-format concise`: one line per finding, then the summary."""
+    for finding in findings:
+        console.print(_head(finding), soft_wrap=True)
+    console.print(summary_line(findings, files))
 
 
 def render(console: Console, findings: list[Finding], files: int) -> None:
-    sources: dict[str, list[str]] = {}
+    sources: dict[str, Callable[[Finding], str | None]] = {}
     for finding in findings:
-        head = Text()
-        head.append(f"{finding.path}:{finding.line}:{finding.col}: ", style="bold")
-        head.append(finding.code, style=STYLE[finding.severity])
-        if finding.status != "static":
-            head.append(f" [{finding.status}]", style="magenta")
-        head.append(f" {finding.message}")
+        head = _head(finding)
         where = "default path" if finding.path_condition == "default" else f"only when: {finding.path_condition}"
         head.append(f" [{where}]", style="cyan" if finding.path_condition == "default" else "dim")
         console.print(head, soft_wrap=True)
-        source = _source_line(finding.path, finding.line, sources)
+        source = _source_line(finding, sources)
         if source is not None:
             gutter = f"{finding.line:>5} | "
             console.print(Text(gutter, style="dim") + Text(source), soft_wrap=True, highlight=False)
@@ -57,10 +93,36 @@ def render(console: Console, findings: list[Finding], files: int) -> None:
             console.print(Text(f"      = {label}: ", style="dim") + Text(pages), soft_wrap=True)
         if finding.fix:
             console.print(Text("      = fix: ", style="dim") + Text(finding.fix, style="green"), soft_wrap=True)
+        autofix = finding.details.get("autofix")
+        if autofix:
+            flag = "--fix" if autofix["safety"] == "safe" else "--unsafe-fixes"
+            line = Text(f"      = {flag} would: ", style="dim") + Text(autofix["title"], style="green")
+            console.print(line, soft_wrap=True)
         if "fix_check" in finding.details:
             console.print(Text("      = ", style="dim") + fix_check_line(finding.details["fix_check"]), soft_wrap=True)
         console.print()
     console.print(summary_line(findings, files))
+
+
+def statistics(findings: list[Finding]) -> list[dict[str, Any]]:
+    """`--statistics`: per code, how many findings, the rule's name and whether it has an automatic fix."""
+    counts = Counter(f.code for f in findings)
+    rows = []
+    for code, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
+        rule = rule_by_code(code)
+        rows.append({"code": code, "name": rule.name if rule else "", "count": count, "fixable": fixability(code)})
+    return rows
+
+
+def render_statistics(console: Console, findings: list[Finding]) -> None:
+    rows = statistics(findings)
+    width = max((len(str(row["count"])) for row in rows), default=1)
+    for row in rows:
+        marker = {"safe": "[*]", "unsafe": "[-]", "no": "   "}[row["fixable"]]
+        line = f"{row['count']:>{width}}  {row['code']}  {marker} {row['name']}"
+        console.print(line, highlight=False, markup=False, soft_wrap=True)
+    if any(row["fixable"] != "no" for row in rows):
+        console.print("[*] fixable with --fix, [-] with --unsafe-fixes", style="dim", highlight=False, markup=False)
 
 
 def fix_check_line(check: dict[str, Any]) -> Text:

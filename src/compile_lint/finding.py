@@ -29,14 +29,16 @@ class Finding:
     details: dict[str, Any] = field(default_factory=dict)  # extra facts from `--confirm`
     # When the line runs: "default", or what it needs (see analysis/values.COND_LABELS).
     path_condition: str = "default"
+    # Notebooks: the 1-based cell (markdown and raw cells count); `line` and `end_line` then count within it.
+    cell: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
     @property
-    def sort_key(self) -> tuple[bool, str, int, int, str]:
+    def sort_key(self) -> tuple[bool, str, int, int, int, str]:
         """Findings on the default path first, then by place."""
-        return (self.path_condition != "default", self.path, self.line, self.col, self.code)
+        return (self.path_condition != "default", self.path, self.cell or 0, self.line, self.col, self.code)
 
 
 def gb_page(code: str) -> str | None:

@@ -53,7 +53,7 @@ class CompileLintServer(LanguageServer):
     def __init__(self) -> None:
         sync = types.NotebookDocumentSyncOptions(
             notebook_selector=[
-                types.NotebookDocumentFilterWithCells(cells=[types.NotebookCellLanguage(language="python")])
+                types.NotebookDocumentFilterWithNotebook("*", [types.NotebookCellLanguage("python")])
             ]
         )
         super().__init__(SOURCE, __version__, notebook_document_sync=sync)
@@ -135,7 +135,8 @@ class CompileLintServer(LanguageServer):
             self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri, []))
         for uri, entries in shown.items():
             diagnostics = [entry.diagnostic for entry in entries]
-            self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri, diagnostics))
+            version = self.workspace.get_text_document(uri).version
+            self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri, diagnostics, version))
 
     def _notebook_findings(self, notebook: Notebook, found: list[Finding]) -> dict[str, list[Shown]]:
         shown: dict[str, list[Shown]] = {uri: [] for uri in notebook.cell_uris}

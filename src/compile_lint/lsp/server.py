@@ -52,9 +52,7 @@ class Notebook:
 class CompileLintServer(LanguageServer):
     def __init__(self) -> None:
         sync = types.NotebookDocumentSyncOptions(
-            notebook_selector=[
-                types.NotebookDocumentFilterWithNotebook("*", [types.NotebookCellLanguage("python")])
-            ]
+            notebook_selector=[types.NotebookDocumentFilterWithNotebook("*", [types.NotebookCellLanguage("python")])]
         )
         super().__init__(SOURCE, __version__, notebook_document_sync=sync)
         self.lints: Workspace | None = None
@@ -115,8 +113,18 @@ class CompileLintServer(LanguageServer):
             return
         generation = self._generation
         texts = self.documents()
-        findings = await asyncio.get_running_loop().run_in_executor(self.worker, lints.lint, texts)
-        if generation == self._generation:
+
+        def run() -> dict[str, list[Finding]] | None:
+            # Lints queue behind a long one: by their turn a newer change may have made them pointless.
+            return lints.lint(texts) if generation == self._generation else None
+
+        try:
+            findings = await asyncio.get_running_loop().run_in_executor(self.worker, run)
+        except Exception as error:  # a bug must cost this lint, not the server: say so and keep serving
+            message = f"compile-lint: internal error: {type(error).__name__}: {error}"
+            self.window_show_message(types.ShowMessageParams(types.MessageType.Error, message))
+            return
+        if findings is not None and generation == self._generation:
             self.publish(findings)
 
     def publish(self, findings: dict[str, list[Finding]]) -> None:

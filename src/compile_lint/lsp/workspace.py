@@ -12,6 +12,7 @@ from collections import OrderedDict
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from compile_lint.analysis.index import FileIndex
 from compile_lint.analysis.source import encoding_of
 from compile_lint.config import Config
 from compile_lint.engine import (
@@ -21,9 +22,10 @@ from compile_lint.engine import (
     import_groups,
     load_source,
     options_of,
-    parse_all,
+    parse_bytes,
     suppressed_by_noqa,
 )
+from compile_lint.engine import _without_cycle_collection as without_cycle_collection
 from compile_lint.finding import Finding
 from compile_lint.fixes.apply import FixError, fix_text
 from compile_lint.fixes.codemods import CODEMODS, Safety
@@ -55,7 +57,8 @@ class Workspace:
         self.config = config
         self.options = options_of(config)
         self._results: OrderedDict[str, list[Finding]] = OrderedDict()
-        self._project: tuple[str, Project] | None = None
+        self._project: tuple[str, Project] | None = None  # the project of the last lint, by its key
+        self._parsed: dict[str, tuple[bytes, FileIndex | Finding]] = {}  # path -> (sha256 of its bytes, its parse)
 
     # `documents` below: path -> text of each open document (a notebook: the source its code cells make).
     def items(self, documents: dict[str, str]) -> Items:
@@ -84,7 +87,7 @@ class Workspace:
         key = self.key(items)
         findings = self._results.get(key)
         if findings is None:
-            findings = analyze(items, self.options)
+            findings = self._findings(items, key)
             self._results[key] = findings
             if len(self._results) > KEPT_RESULTS:
                 self._results.popitem(last=False)
@@ -100,14 +103,36 @@ class Workspace:
                 shown[finding.path].append(finding)
         return {path: sorted(found, key=lambda f: f.sort_key) for path, found in shown.items()}
 
+    def _findings(self, items: Items, key: str) -> list[Finding]:
+        try:
+            with without_cycle_collection():
+                return self._project_of(items, key).findings()
+        except RecursionError:
+            return analyze(items, self.options)  # which says which files are too deeply nested
+
     def project(self, documents: dict[str, str]) -> Project:
-        """The project of these texts, kept while they stay the same (for code actions)."""
+        """The project of these texts (for code actions): the last lint's, while the texts stay the same."""
         items = self.items(documents)
-        key = self.key(items)
+        return self._project_of(items, self.key(items))
+
+    def _project_of(self, items: Items, key: str) -> Project:
         if self._project is None or self._project[0] != key:
-            indexes, errors = parse_all(items)
+            indexes, errors = self._parse(items)
             self._project = (key, Project(indexes, self.options, errors, load_source))
         return self._project[1]
+
+    def _parse(self, items: Items) -> tuple[list[FileIndex], list[Finding]]:
+        """Each file's index, parsed again only if its bytes changed since the last lint (an index is
+        never changed by the project that reads it: `--fix` re-uses them the same way)."""
+        parsed: dict[str, tuple[bytes, FileIndex | Finding]] = {}
+        for path, data in items:
+            digest = hashlib.sha256(data).digest()
+            known = self._parsed.get(path)
+            parsed[path] = known if known is not None and known[0] == digest else (digest, parse_bytes(path, data))
+        self._parsed = parsed
+        results = [result for _, result in parsed.values()]
+        indexes = [r for r in results if isinstance(r, FileIndex)]
+        return indexes, [r for r in results if isinstance(r, Finding)]
 
     # -- fixes ------------------------------------------------------------------------------------------
     def fixes(self, finding: Finding, documents: dict[str, str]) -> list[Fix]:

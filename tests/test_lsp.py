@@ -24,6 +24,7 @@ from fixture_support import FIXTURES
 TIMEOUT = 60.0
 SCALE = "import torch\n\n\n@torch.compile\ndef scale(x):\n    return x / x.abs().max().item()\n"
 FIXED = "import torch\n\n\n@torch.compile\ndef scale(x):\n    return x / x.abs().max().detach()\n"
+BRANCH = "import torch\n\n\n@torch.compile\ndef step(x):\n    if x.sum() > 0:\n        return x + 1\n    return x - 1\n"
 Published = dict[str, types.PublishDiagnosticsParams]
 
 
@@ -141,6 +142,7 @@ def codes(diagnostics: list[types.Diagnostic]) -> list[str]:
 def test_diagnostics_fixes_and_hover(tmp_path: Path) -> None:
     path = tmp_path / "scale.py"
     path.write_text(SCALE)
+    (tmp_path / "step.py").write_text(BRANCH)
 
     async def scenario() -> None:
         async with session(tmp_path, refusing_torch(tmp_path)) as lsp:
@@ -178,23 +180,13 @@ def test_diagnostics_fixes_and_hover(tmp_path: Path) -> None:
             lsp.change(uri, 4, suppressed)
             assert await lsp.diagnostics(uri, lambda p: p.version == 4) == []
 
-    asyncio.run(scenario())
-
-
-def test_unsafe_fixes_say_so(tmp_path: Path) -> None:
-    text = "import torch\n\n\n@torch.compile\ndef step(x):\n    if x.sum() > 0:\n        return x + 1\n    return x - 1\n"
-    path = tmp_path / "step.py"
-    path.write_text(text)
-
-    async def scenario() -> None:
-        async with session(tmp_path, refusing_torch(tmp_path)) as lsp:
-            uri = lsp.open(path)
-            [diagnostic] = await lsp.diagnostics(uri)
-            assert diagnostic.code == "TCL103"
-            [rewrite] = [a for a in await lsp.actions(uri, diagnostic) if "noqa" not in a.title]
-            assert rewrite.title.endswith("(unsafe)") and not rewrite.is_preferred
-            assert rewrite.edit is not None and rewrite.edit.changes is not None
-            assert "torch.where" in apply(text, rewrite.edit.changes[uri])
+            step_uri = lsp.open(tmp_path / "step.py")  # a fix that changes evaluation says so
+            [branch] = await lsp.diagnostics(step_uri)
+            assert branch.code == "TCL103"
+            [where] = [a for a in await lsp.actions(step_uri, branch) if "noqa" not in a.title]
+            assert where.title.endswith("(unsafe)") and not where.is_preferred
+            assert where.edit is not None and where.edit.changes is not None
+            assert "torch.where(x.sum() > 0, x + 1, x - 1)" in apply(BRANCH, where.edit.changes[step_uri])
 
     asyncio.run(scenario())
 

@@ -17,7 +17,9 @@ from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 from pygls.uris import from_fs_path
 
+from compile_lint.engine import lint_source
 from compile_lint.finding import gb_page
+from compile_lint.lsp.workspace import noqa_fix
 from compile_lint.rules import rule_by_code
 from fixture_support import FIXTURES
 
@@ -34,11 +36,13 @@ class Session:
     def __init__(self, client: LanguageClient) -> None:
         self.client = client
         self.published: Published = {}
+        self.versions: list[int | None] = []  # of every publication, in order
         self.changed = asyncio.Condition()
 
     async def on_publish(self, params: types.PublishDiagnosticsParams) -> None:
         async with self.changed:
             self.published[params.uri] = params
+            self.versions.append(params.version)
             self.changed.notify_all()
 
     async def diagnostics(
@@ -175,10 +179,12 @@ def test_diagnostics_fixes_and_hover(tmp_path: Path) -> None:
 
             lsp.change(uri, 2, FIXED)  # the editor applied the fix: the finding goes away
             assert await lsp.diagnostics(uri, lambda p: p.version == 2) == []
-            lsp.change(uri, 3, SCALE)
-            assert codes(await lsp.diagnostics(uri, lambda p: p.version == 3)) == ["TCL101"]
-            lsp.change(uri, 4, suppressed)
-            assert await lsp.diagnostics(uri, lambda p: p.version == 4) == []
+            for version, text in enumerate([SCALE, FIXED, FIXED + "\n", SCALE], start=3):  # typing: one lint at the end
+                lsp.change(uri, version, text)
+            assert codes(await lsp.diagnostics(uri, lambda p: p.version == 6)) == ["TCL101"]
+            assert not {3, 4, 5} & set(lsp.versions)
+            lsp.change(uri, 7, suppressed)
+            assert await lsp.diagnostics(uri, lambda p: p.version == 7) == []
 
             step_uri = lsp.open(tmp_path / "step.py")  # a fix that changes evaluation says so
             [branch] = await lsp.diagnostics(step_uri)
@@ -264,3 +270,12 @@ def test_without_pygls_the_server_says_what_to_install() -> None:
 def test_unknown_arguments_get_the_usage() -> None:
     result = run_cli("import sys; from compile_lint.cli import main; sys.exit(main(['lsp', '--tcp']))")
     assert result.returncode == 2 and "usage: compile-lint lsp" in result.stderr
+
+
+def test_noqa_goes_where_a_comment_can_end_the_line() -> None:
+    finding = lint_source(SCALE, "scale.py")[0]
+    fix = noqa_fix(finding, SCALE.replace(".item()", ".item()  # noqa: TCL999"))
+    assert fix is not None and ".item()  # noqa: TCL999, TCL101\n" in fix.text
+    inside_string = 'import torch\n\n\n@torch.compile\ndef f(x):\n    return f"""{x.sum().item()}\n"""\n'
+    [in_string] = lint_source(inside_string, "f.py")
+    assert noqa_fix(in_string, inside_string) is None

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
-from pygls.uris import from_fs_path, to_fs_path
+from pygls.uris import to_fs_path
 
 from compile_lint import __version__, notebooks
 from compile_lint.config import Config, ConfigError, load_config
@@ -57,6 +57,7 @@ class CompileLintServer(LanguageServer):
         super().__init__(SOURCE, __version__, notebook_document_sync=sync)
         self.lints: Workspace | None = None
         self.shown: dict[str, list[Shown]] = {}  # document uri -> what it shows
+        self.uris: dict[str, str] = {}  # path -> URI of each open document, as the client sent it
         self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="compile-lint")
         self._timer: asyncio.TimerHandle | None = None
         self._generation = 0  # bumped by every document change: a lint of older texts is not published
@@ -77,24 +78,29 @@ class CompileLintServer(LanguageServer):
     def open_notebooks(self) -> dict[str, Notebook]:
         """Each open notebook by its path, as the Python source its code cells make."""
         found: dict[str, Notebook] = {}
-        for uri, notebook in self.workspace.notebook_documents.items():
-            path = uri_path(uri)
+        for notebook in self.workspace.notebook_documents.values():
+            path = uri_path(notebook.uri)
             cells: list[tuple[str, str]] = []
             for cell in notebook.cells:
                 document = self.workspace.get_text_document(cell.document)
                 is_python = cell.kind == types.NotebookCellKind.Code and document.language_id in (None, "python")
                 cells.append(("code" if is_python else "markdown", document.source))
             source = notebooks.from_cells(cells)
-            found[path] = Notebook(uri, tuple(cell.document for cell in notebook.cells), source)
+            found[path] = Notebook(notebook.uri, tuple(cell.document for cell in notebook.cells), source)
         return found
 
     def documents(self) -> dict[str, str]:
-        """Path -> text of every open Python document and notebook."""
+        """Path -> text of every open Python document and notebook (and their URIs as the client wrote them
+        into `self.uris`)."""
         texts: dict[str, str] = {}
-        for uri, document in self.workspace.text_documents.items():
-            in_notebook = self.workspace.get_notebook_document(cell_uri=uri) is not None
+        uris: dict[str, str] = {}
+        for document in self.workspace.text_documents.values():
+            in_notebook = self.workspace.get_notebook_document(cell_uri=document.uri) is not None
             if not in_notebook and document.language_id in (None, "python"):
-                texts[uri_path(uri)] = document.source
+                path = uri_path(document.uri)
+                texts[path] = document.source
+                uris[path] = document.uri
+        self.uris = uris
         texts.update((path, notebook.source.text) for path, notebook in self.open_notebooks().items())
         return texts
 
@@ -133,7 +139,7 @@ class CompileLintServer(LanguageServer):
         for path, found in findings.items():
             notebook = open_notebooks.get(path)
             if notebook is None:
-                uri = from_fs_path(path) or path
+                uri = self.uris[path]
                 shown[uri] = [Shown(uri, self.diagnostic(uri, f), f) for f in found]
                 continue
             shown.update(self._notebook_findings(notebook, found))
@@ -200,7 +206,7 @@ class CompileLintServer(LanguageServer):
         changes: dict[str, list[types.TextEdit]] = {}
         for start, end, new_lines in changed_lines(old, fix.text):
             if notebook is None:
-                uri = from_fs_path(path) or path
+                uri = self.uris[path]
                 lines = old.splitlines(keepends=True)
                 first = 0
             else:

@@ -61,6 +61,7 @@ class CompileLintServer(LanguageServer):
         self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="compile-lint")
         self._timer: asyncio.TimerHandle | None = None
         self._generation = 0  # bumped by every document change: a lint of older texts is not published
+        self._published = -1  # the generation the diagnostics shown are of
 
     # -- documents ------------------------------------------------------------------------------------
     def setup(self, root: Path | None) -> None:
@@ -132,6 +133,7 @@ class CompileLintServer(LanguageServer):
             return
         if findings is not None and generation == self._generation:
             self.publish(findings)
+            self._published = generation
 
     def publish(self, findings: dict[str, list[Finding]]) -> None:
         open_notebooks = self.open_notebooks()
@@ -188,8 +190,8 @@ class CompileLintServer(LanguageServer):
     async def code_actions(self, uri: str, where: types.Range) -> list[types.CodeAction]:
         lints = self.lints
         entries = self.at(uri, where)
-        if lints is None or not entries:
-            return []
+        if lints is None or not entries or self._published != self._generation:
+            return []  # the findings shown are of texts since changed: their places may have moved
         texts = self.documents()
         loop = asyncio.get_running_loop()
         actions: list[types.CodeAction] = []

@@ -121,7 +121,7 @@ def from_cells(cells: Sequence[tuple[str, str]]) -> NotebookSource:
             continue
         text.append(MARKER.format(number))
         code_cells.append(CodeCell(number, len(text) + 1, tuple(lines), tuple(magics), trailing))
-        text.extend(_placeholder(line) if i in magics else line for i, line in enumerate(lines))
+        text.extend(magics[i] + PLACEHOLDER if i in magics else line for i, line in enumerate(lines))
     return NotebookSource("".join(f"{line}\n" for line in text), tuple(code_cells))
 
 
@@ -202,27 +202,28 @@ def _split(source: str) -> tuple[list[str], bool]:
 
 
 # -- IPython syntax --------------------------------------------------------------------------------
-def _magic_lines(lines: list[str]) -> list[int] | None:
-    """Indices of the lines to replace by a placeholder; None to skip the whole cell."""
+def _magic_lines(lines: list[str]) -> dict[int, str] | None:
+    """The lines to replace by a placeholder, each with the indentation to give it; None to skip the cell."""
     if lines and lines[0].startswith("%%"):
         name = lines[0][2:].split(maxsplit=1)[0] if lines[0][2:].strip() else ""
         if name not in PYTHON_CELL_MAGICS:
             return None
-        return [0, *(i + 1 for i in _line_magics(lines[1:]))]
+        return {0: "", **{i + 1: indent for i, indent in _line_magics(lines[1:]).items()}}
     return _line_magics(lines)
 
 
-def _line_magics(lines: list[str]) -> list[int]:
-    """Lines that start a statement with IPython syntax, and the backslash continuations of those."""
-    magics: list[int] = []
+def _line_magics(lines: list[str]) -> dict[int, str]:
+    """Lines that start a statement with IPython syntax, and the backslash continuations of those (which
+    take the indentation of the line they continue)."""
+    magics: dict[int, str] = {}
     scanner = _Scanner()
-    continues_magic = False
+    indent: str | None = None  # of the magic the previous line continues
     for index, line in enumerate(lines):
-        at_statement_start = scanner.at_statement_start()
-        if continues_magic or (at_statement_start and _is_ipython(line.strip())):
-            magics.append(index)
-            continues_magic = line.rstrip().endswith("\\")
-            scanner.continued = False
+        if indent is None and scanner.at_statement_start() and _is_ipython(line.strip()):
+            indent = line[: len(line) - len(line.lstrip())]
+        if indent is not None:
+            magics[index] = indent
+            indent = indent if line.rstrip().endswith("\\") else None
             continue
         scanner.feed(line)
     return magics
@@ -276,10 +277,6 @@ def _string_end(line: str, index: int, quote: str) -> int:
     while index < len(line) and line[index] != quote:
         index += 2 if line[index] == "\\" else 1
     return index + 1
-
-
-def _placeholder(line: str) -> str:
-    return line[: len(line) - len(line.lstrip())] + PLACEHOLDER
 
 
 # -- writing back ----------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import difflib
+import os
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -231,7 +232,10 @@ class CompileLintServer(LanguageServer):
 
 
 def uri_path(uri: str) -> str:
-    return to_fs_path(uri) or uri
+    """The file's path, written as `engine.discover` writes the workspace's, so the open text replaces the
+    disk's; a URI that names no file (an unsaved buffer) stands for itself."""
+    path = to_fs_path(uri)
+    return os.path.normpath(path) if path else uri
 
 
 def overlaps(a: types.Range, b: types.Range) -> bool:

@@ -37,12 +37,15 @@ class Session:
         self.client = client
         self.published: Published = {}
         self.versions: list[int | None] = []  # of every publication, in order
+        self.registrations: list[str] = []  # methods the server registered dynamically
+        self.counts: dict[str, int] = {}  # publications per document
         self.changed = asyncio.Condition()
 
     async def on_publish(self, params: types.PublishDiagnosticsParams) -> None:
         async with self.changed:
             self.published[params.uri] = params
             self.versions.append(params.version)
+            self.counts[params.uri] = self.counts.get(params.uri, 0) + 1
             self.changed.notify_all()
 
     async def diagnostics(
@@ -99,8 +102,16 @@ async def session(root: Path, env: dict[str, str]) -> AsyncIterator[Session]:
         await connected.on_publish(params)
 
     await client.start_io(sys.executable, "-m", "compile_lint", "lsp", cwd=str(root), env=env)
+
+    @client.feature(types.CLIENT_REGISTER_CAPABILITY)
+    def register(params: types.RegistrationParams) -> None:
+        connected.registrations.extend(r.method for r in params.registrations)
+
     capabilities = types.ClientCapabilities(
-        notebook_document=types.NotebookDocumentClientCapabilities(types.NotebookDocumentSyncClientCapabilities())
+        workspace=types.WorkspaceClientCapabilities(
+            did_change_watched_files=types.DidChangeWatchedFilesClientCapabilities(dynamic_registration=True)
+        ),
+        notebook_document=types.NotebookDocumentClientCapabilities(types.NotebookDocumentSyncClientCapabilities()),
     )
     params = types.InitializeParams(capabilities, root_uri=uri_of(root), process_id=os.getpid())
     result = await asyncio.wait_for(client.initialize_async(params), TIMEOUT)
@@ -215,6 +226,17 @@ def test_a_helper_in_another_file_is_linted_with_the_open_caller(tmp_path: Path)
             assert await lsp.diagnostics(routing_uri, lambda p: not p.diagnostics) == []
             lsp.change(gate_uri, 3, gate)
             assert codes(await lsp.diagnostics(routing_uri, lambda p: bool(p.diagnostics))) == ["TCL103"]
+
+            # Closed, gate.py counts as saved; edited on disk, the client reports it to the watcher the server asked for.
+            assert types.WORKSPACE_DID_CHANGE_WATCHED_FILES in lsp.registrations
+            before = lsp.counts[routing_uri]
+            lsp.client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(gate_uri)))
+            diagnostics = await lsp.diagnostics(routing_uri, lambda _: lsp.counts[routing_uri] > before)
+            assert codes(diagnostics) == ["TCL103"]
+            (root / "gate.py").write_text(gate.replace("return route(h) * 2", "return h * 2"))
+            event = types.FileEvent(gate_uri, types.FileChangeType.Changed)
+            lsp.client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams([event]))
+            assert await lsp.diagnostics(routing_uri, lambda p: not p.diagnostics) == []
 
     asyncio.run(scenario())
 

@@ -77,6 +77,17 @@ class CompileLintServer(LanguageServer):
             config.root = root
         self.lints = Workspace(root, config)
 
+    def watch_files(self) -> None:
+        """Ask the client to report changes to Python files on disk, if it can (the protocol has no static
+        way): the open documents' findings depend on the files they import and that import them."""
+        workspace = self.client_capabilities.workspace
+        watched = workspace.did_change_watched_files if workspace else None
+        if watched is None or not watched.dynamic_registration:
+            return
+        options = types.DidChangeWatchedFilesRegistrationOptions([types.FileSystemWatcher("**/*.py")])
+        registration = types.Registration("compile-lint-files", types.WORKSPACE_DID_CHANGE_WATCHED_FILES, options)
+        self.client_register_capability(types.RegistrationParams([registration]))
+
     def open_notebooks(self) -> dict[str, Notebook]:
         """Each open notebook by its path, as the Python source its code cells make."""
         found: dict[str, Notebook] = {}
@@ -301,6 +312,7 @@ def create_server() -> CompileLintServer:
         folders = list(ls.workspace.folders.values())
         root = ls.workspace.root_path or (to_fs_path(folders[0].uri) if folders else None)
         ls.setup(Path(root) if root else None)
+        ls.watch_files()
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     async def did_open(ls: CompileLintServer, params: types.DidOpenTextDocumentParams) -> None:
@@ -313,6 +325,10 @@ def create_server() -> CompileLintServer:
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     async def did_close(ls: CompileLintServer, params: types.DidCloseTextDocumentParams) -> None:
         ls.schedule(0)  # the file's disk version counts again for the others
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+    async def files_changed(ls: CompileLintServer, params: types.DidChangeWatchedFilesParams) -> None:
+        ls.schedule(DEBOUNCE_SECONDS)  # a file the open ones import (or that imports them) changed on disk
 
     @server.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)
     async def notebook_open(ls: CompileLintServer, params: types.DidOpenNotebookDocumentParams) -> None:

@@ -33,7 +33,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="compile-lint",
         description="Find torch.compile graph breaks and recompiles before you profile. "
-        "Also: `compile-lint rules` lists the rules, `compile-lint rule TCL101` explains one.",
+        "Also: `compile-lint rules` lists the rules, `compile-lint rule TCL101` explains one, "
+        "`compile-lint lsp` runs the language server.",
     )
     parser.add_argument(
         "paths", nargs="*", default=["."], help="files, folders or notebooks (.ipynb) to lint (default: .)"
@@ -304,6 +305,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from compile_lint import demo
 
             return demo.main(argv[1:], console, run=main)
+        if argv and argv[0] == "lsp":
+            from compile_lint import lsp
+
+            return lsp.main(argv[1:])
         args = build_parser().parse_args(argv)
         code = run_check(args, console)
         return EXIT_CLEAN if args.exit_zero and code == EXIT_FINDINGS else code

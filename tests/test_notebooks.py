@@ -205,6 +205,22 @@ def test_confirm_runs_modules_but_reports_notebook_findings_as_not_run(tmp_path:
     assert f"steps.ipynb:step: not-run: {NOTEBOOK_NOT_RUN}" in result.stdout  # in the targets table notes
 
 
+@pytest.mark.dynamo
+@pytest.mark.slow
+def test_confirm_notebooks_runs_the_cells_as_one_module_and_reports_on_the_cells(tmp_path: Path) -> None:
+    cells = [
+        new_code_cell("%matplotlib inline\nimport torch"),
+        new_markdown_cell("The step"),
+        new_code_cell("@torch.compile\ndef step(x):\n    return x / x.abs().max().item()"),
+    ]
+    save(tmp_path, "steps.ipynb", notebook(*cells))
+    result = run(".", "--confirm-notebooks", "--format", "json", cwd=tmp_path)
+    report = json.loads(result.stdout)
+    found = [(f["path"], f["cell"], f["line"], f["code"], f["status"]) for f in report["findings"]]
+    assert found == [("steps.ipynb", 3, 3, "TCL101", "confirmed")], result.stderr
+    assert [t["label"] for t in report["environment"]["targets"]] == ["steps.ipynb:step"]
+
+
 # -- fixing ------------------------------------------------------------------------------------------
 def cell_sources(path: Path) -> list[str]:
     return [cell.source for cell in nbformat.read(str(path), as_version=4).cells]

@@ -8,15 +8,19 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
-from compile_lint import __version__
+from compile_lint import __version__, notebooks
 from compile_lint.config import MODES, Config, ConfigError, load_config
-from compile_lint.engine import build_project, lint
+from compile_lint.engine import build_project, discover, lint
 from compile_lint.finding import Finding
 from compile_lint.fixes.codemods import Safety
 from compile_lint.reporters import github, json_report, sarif, text
+
+if TYPE_CHECKING:
+    from compile_lint.confirm.session import ConfirmOptions, ConfirmResult, Progress
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -102,6 +106,12 @@ def build_parser() -> argparse.ArgumentParser:
     confirm = parser.add_argument_group("--confirm", "run the compiled regions under real Dynamo (executes your code)")
     confirm.add_argument("--confirm", action="store_true", help="give every finding a status and find missed breaks")
     confirm.add_argument(
+        "--confirm-notebooks",
+        action="store_true",
+        help="also run notebooks: each one's code cells top to bottom as one module, in the worker (runs all of "
+        "their code; kernel state and cell order are not reproduced); implies --confirm",
+    )
+    confirm.add_argument(
         "--target",
         action="append",
         metavar="MOD:FACTORY",
@@ -149,6 +159,7 @@ def _run_check(args: argparse.Namespace, console: Console) -> int:
     config = _merge_cli(load_config(args.paths), args)
     if args.add_noqa:
         return run_add_noqa(args, config, console)
+    args.confirm = args.confirm or args.confirm_notebooks
     if args.confirm or args.target or args.repro_dir or args.backend or args.timeout is not None:
         return run_confirm(args, config, console)
     if args.fix or args.unsafe_fixes or args.diff:
@@ -255,7 +266,8 @@ def run_confirm(args: argparse.Namespace, config: Config, console: Console) -> i
     )
     progress = text.ConfirmProgress(errors)
     try:
-        result = confirm(args.paths, config, options, progress)
+        run = confirm_with_notebooks if args.confirm_notebooks else confirm
+        result = run(args.paths, config, options, progress)
     except UsageError as error:
         errors.print(f"compile-lint: {error}", markup=False, soft_wrap=True)
         return EXIT_ERROR
@@ -271,6 +283,24 @@ def run_confirm(args: argparse.Namespace, config: Config, console: Console) -> i
             console.print(f"wrote {script}", markup=False, highlight=False)
     remaining = [f for f in result.findings if f.status in ("confirmed", "dynamic-only", "not-reproduced")]
     return EXIT_FINDINGS if remaining else EXIT_CLEAN
+
+
+def confirm_with_notebooks(
+    paths: list[str], config: Config, options: ConfirmOptions, progress: Progress
+) -> ConfirmResult:
+    """--confirm-notebooks: confirm with each notebook replaced by a module of its code cells, then put the
+    findings and target labels back on the notebooks."""
+    from compile_lint.confirm.session import confirm
+
+    files = discover(paths, config)
+    with notebooks.exported(files) as modules:
+        notebook_of = {notebook: module for module, (notebook, _) in modules.items()}
+        result = confirm([notebook_of.get(file, file) for file in files], config, options, progress)
+    result.findings = sorted((notebooks.from_exported(f, modules) for f in result.findings), key=lambda f: f.sort_key)
+    for target in result.targets:
+        for module, (notebook, _) in modules.items():
+            target.label = target.label.replace(module, notebook)
+    return result
 
 
 def report(findings: list[Finding], files: int, fmt: str, console: Console, statistics: bool = False) -> None:

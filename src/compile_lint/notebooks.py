@@ -19,15 +19,19 @@ API (also for editors that receive the cells one by one, e.g. LSP notebook docum
 - `to_cells(finding, source)` moves a finding onto its cell (e.g. one of `engine.lint_source(source.text, path)`);
 - `is_notebook(path)`: the `.ipynb` suffix;
 - `rewrite(data, fixed_text)` puts a fixed source back into the notebook's cells, keeping outputs,
-  metadata, key order and formatting.
+  metadata, key order and formatting;
+- `exported(paths)` writes notebooks as modules for `--confirm-notebooks`, `from_exported` maps back.
 """
 
 from __future__ import annotations
 
 import bisect
 import json
+import os
 import re
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -154,6 +158,38 @@ def rewrite(data: bytes, fixed_text: str) -> bytes:
     raw = data.decode("utf-8-sig")
     dumped = json.dumps(notebook, indent=_indent(raw), ensure_ascii=_escapes_non_ascii(raw))
     return (dumped + "\n" if raw.endswith("\n") else dumped).encode()
+
+
+@contextmanager
+def exported(paths: Sequence[str]) -> Iterator[dict[str, tuple[str, NotebookSource]]]:
+    """For `--confirm-notebooks`: each readable notebook among `paths` written, as the module its code cells
+    make top to bottom (magics as `pass`), into a temporary folder that lives as long as the context.
+    Yields module path -> (notebook path, its source); modules are named `notebook_<stem>.py`, so that
+    a notebook named like a package it imports does not shadow it."""
+    with tempfile.TemporaryDirectory(prefix="compile-lint-notebooks-") as folder:
+        modules: dict[str, tuple[str, NotebookSource]] = {}
+        for path in paths:
+            if not is_notebook(path):
+                continue
+            try:
+                source = load(path)
+            except (OSError, NotebookError):
+                continue  # the lint reports it as TCL000
+            stem = re.sub(r"\W", "_", Path(path).stem)
+            module = os.path.join(folder, f"notebook_{stem}.py")
+            while module in modules:
+                module = module.removesuffix(".py") + "_.py"
+            Path(module).write_text(source.text, encoding="utf-8")
+            modules[module] = (path, source)
+        yield modules
+
+
+def from_exported(finding: Finding, modules: dict[str, tuple[str, NotebookSource]]) -> Finding:
+    """A finding in a module `exported` wrote, moved onto its notebook's cell; others unchanged."""
+    if finding.path not in modules:
+        return finding
+    notebook, source = modules[finding.path]
+    return to_cells(replace(finding, path=notebook), source)
 
 
 # -- reading ---------------------------------------------------------------------------------------

@@ -93,7 +93,7 @@ def _eager_cause(finding: Finding, observed: Observed, real: str) -> dict[str, A
     if not candidates:
         return None
     _, brk, run = min(candidates, key=lambda c: c[0])
-    return {"file": brk["user_file"], "line": brk["user_line"], **_break_details(brk, run)}
+    return {"file": _shown(brk["user_file"]), "line": brk["user_line"], **_break_details(brk, run)}
 
 
 def blames(finding: Finding, rule: Rule, brk: dict[str, Any], real: str, linted: Collection[str] = frozenset()) -> bool:

@@ -73,7 +73,9 @@ def backend_error(backend: str) -> str:
     try:
         lookup_backend(backend)
     except Exception:
-        return f"unknown --backend {backend!r}; torch {torch.__version__} has: {', '.join(list_backends())}"
+        return (
+            f"unknown --backend {backend!r}; torch {torch.__version__} has: {', '.join(list_backends(exclude_tags=()))}"
+        )
     return ""
 
 

@@ -200,9 +200,9 @@ def test_each_target_starts_from_a_clean_state_and_exits_are_reported() -> None:
     assert code == 3  # --exit-zero never hides a target that could not be checked
     targets = report["environment"]["targets"]
     assert [t["outcome"] for t in targets] == ["ok", "ok", "raised", "raised", "ok"], targets
-    assert re.fullmatch(rf"called sys.exit\(3\) at \S*{isolation}:53", targets[2]["error"])
+    assert re.fullmatch(rf"called sys.exit\(3\) at \S*{isolation}:57", targets[2]["error"])
     assert re.fullmatch(
-        rf"Unprintable at \S*{isolation}:66 \(its message cannot be shown: str\(\) raised\)", targets[3]["error"]
+        rf"Unprintable at \S*{isolation}:70 \(its message cannot be shown: str\(\) raised\)", targets[3]["error"]
     )
 
 

@@ -354,3 +354,14 @@ def test_a_state_snapshot_restores_what_a_target_changed(tmp_path: Path, monkeyp
     assert torch.get_default_dtype() == torch.float32 and torch.is_grad_enabled()
     assert torch.empty(1).device.type == "cpu" and not torch._dynamo.config.capture_scalar_outputs
     assert (random.random(), torch.rand(1).item()) == expected
+
+
+def test_a_file_that_cannot_be_parsed_is_reported_even_when_select_hides_tcl000(tmp_path: Path) -> None:
+    from compile_lint.config import Config
+    from compile_lint.confirm.session import _static_findings
+    from compile_lint.engine import build_project
+
+    (tmp_path / "broken.py").write_text("def f(:\n")
+    project = build_project([str(tmp_path)], Config(root=tmp_path, select=["TCL1"]))
+    assert [f.code for f in _static_findings(project, Config(root=tmp_path, select=["TCL1"]))] == ["TCL000"]
+    assert _static_findings(project, Config(root=tmp_path, select=["TCL1"], ignore=["TCL000"])) == []

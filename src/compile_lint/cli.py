@@ -86,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--timeout",
         type=float,
         metavar="SECONDS",
-        help="per target (default: 600); a factory can set its own: `make.compile_lint_timeout = 900`",
+        help="per target (default: 900); a factory can set its own: `make.compile_lint_timeout = 900`",
     )
     confirm.add_argument(
         "--memory-limit",

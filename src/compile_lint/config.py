@@ -31,7 +31,7 @@ CONFIRM_KEYS = {
     "targets": "list of `module:factory` entries; when given, only these run",
     "auto-targets": "true: also run the compiled regions compile-lint can call itself when targets are named",
     "max-auto-targets": "most automatic targets to run (default 50)",
-    "timeout": "seconds per target (default 600); a factory can set its own: `make.compile_lint_timeout = 900`",
+    "timeout": "seconds per target (default 900); a factory can set its own: `make.compile_lint_timeout = 900`",
     "memory-limit": "GB of memory per worker before its target is stopped (default 70% of the machine's memory)",
     "shape": "default input shape for tensor parameters, e.g. [4, 8]",
     "backend": "torch.compile backend (default eager)",
@@ -52,7 +52,7 @@ class ConfirmConfig:
     targets: list[str] = field(default_factory=list)
     auto_targets: bool = False
     max_auto_targets: int = 50
-    timeout: float = 600.0  # a first compile of a small real model on a 2-core CPU; see README
+    timeout: float = 900.0  # --confirm of a small real model with inductor on a loaded 2-core CPU; see README
     memory_limit: float | None = None  # GB; None: a share of the machine's memory
     shape: list[int] = field(default_factory=lambda: [4, 8])
     backend: str = "eager"

@@ -57,8 +57,10 @@ def render(console: Console, findings: list[Finding], files: int, unchecked: int
             end = finding.end_col if finding.end_line == finding.line else len(source) + 1
             width = max(1, end - finding.col)
             console.print(Text(" " * (len(gutter) + finding.col - 1) + "^" * width, style=STYLE[finding.severity]))
-        if finding.gb_codes:
-            pages = ", ".join(gb_reference(code) for code in finding.gb_codes)
+        observed = finding.details.get("observed_gb_code")
+        codes = [observed] if finding.status == "confirmed" and observed else finding.gb_codes
+        if codes:
+            pages = ", ".join(gb_reference(code) for code in codes)
             label = "observed" if finding.status in ("confirmed", "dynamic-only") else "predicts"
             console.print(Text(f"      = {label}: ", style="dim") + Text(pages), soft_wrap=True)
         if finding.fix:

@@ -126,6 +126,8 @@ def test_capture_flags_silence_the_rules_they_make_moot(tmp_path: Path, key: str
         ('capture-scalar-outputs = "yes"', "`capture-scalar-outputs` must be a boolean"),
         ("[tool.compile-lint.confirm]\ntimeout = true", "`confirm.timeout` must be a number"),
         ('[tool.compile-lint.confirm]\nshape = ["4"]', "`confirm.shape` must be a list of integers"),
+        ("[tool.compile-lint.confirm]\nmemory-limit = 0", "`confirm.memory-limit` must be greater than 0"),
+        ("[tool.compile-lint.confirm]\nmax-auto-targets = 2.5", "`confirm.max-auto-targets` must be a integer"),
         ("select = [", "cannot read"),
     ],
 )
@@ -144,6 +146,14 @@ def test_confirm_table_is_parsed_with_defaults(tmp_path: Path) -> None:
     config = load_config([str(tmp_path)])
     assert config.source == (tmp_path / "pyproject.toml").resolve()
     assert config.confirm == ConfirmConfig(targets=["pkg.models:make"], timeout=30.0, shape=[4, 8], backend="eager")
+    assert config.confirm.memory_limit is None and not config.confirm.auto_targets
+
+
+def test_confirm_limits_and_automatic_targets_are_read(tmp_path: Path) -> None:
+    table = "[tool.compile-lint.confirm]\nauto-targets = true\nmax-auto-targets = 5\nmemory-limit = 2.5"
+    project(tmp_path, table, {})
+    confirm = load_config([str(tmp_path)]).confirm
+    assert (confirm.auto_targets, confirm.max_auto_targets, confirm.memory_limit) == (True, 5, 2.5)
 
 
 def test_no_pyproject_means_defaults_rooted_at_the_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -24,7 +24,7 @@ STATUS = re.compile(r"#.*confirm:\s*(?P<status>[a-z-]+)(?:\s+(?P<gb>GB\d{4}))?")
 
 def run_cli(*args: str, timeout: float = 600) -> tuple[int, dict[str, Any], str]:
     process = subprocess.run(
-        [sys.executable, "-m", "compile_lint.cli", "--confirm", "--no-cache", "--format", "json", *args],
+        [sys.executable, "-m", "compile_lint.cli", "--confirm", "--no-cache", "--format", "json", "-j", "1", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -86,11 +86,14 @@ def test_repro_script_reproduces_the_break(seed: tuple[int, dict[str, Any], Path
 
 @pytest.mark.dynamo
 def test_every_status_dynamic_only_helper_and_recompile_probe() -> None:
-    files = ["_statuses.py", "_dispatch.py", "_callbacks.py", "_recompiles.py"]
+    files = ["_statuses.py", "_dispatch.py", "_callbacks.py", "_recompiles.py", "_eager_frame.py"]
     code, report, stderr = run_cli(
-        *(f"fixtures/confirm/{name}" for name in files), "--target", "fixtures/confirm/_recompiles.py:make"
+        *(f"fixtures/confirm/{name}" for name in files),
+        "--target",
+        "fixtures/confirm/_recompiles.py:make",
+        "--auto-targets",
     )
-    assert code == 1, stderr
+    assert code == 3, stderr  # NeedsConfig cannot be built: not checked
     findings = report["findings"]
     for name in files:
         path = f"fixtures/confirm/{name}"
@@ -102,6 +105,10 @@ def test_every_status_dynamic_only_helper_and_recompile_probe() -> None:
     (dynamic,) = [f for f in findings if f["status"] == "dynamic-only" and f["code"] == "TCL801"]
     assert dynamic["path"].endswith("_callbacks.py")  # the helper's line, not the call in _dispatch.py
     assert dynamic["details"]["explanation"] and dynamic["details"]["gb_type"] == "Failed to trace builtin operator"
+    assert dynamic["details"]["chain"][1].startswith("fixtures/confirm/_dispatch.py:10 in step")
+    (not_traced,) = [f for f in findings if f["status"] == "not-traced"]
+    cause = not_traced["details"]["not_traced_because"]  # the frame skip at `id(y)`, blamed a line later
+    assert cause["file"] == "fixtures/confirm/_eager_frame.py" and cause["line"] in (10, 11) and cause["frame_skip"]
 
     targets = targets_by_label(report)
     assert "give it inputs" in targets["fixtures/confirm/_statuses.py:NeedsConfig"]["error"]
@@ -125,7 +132,8 @@ def test_every_status_dynamic_only_helper_and_recompile_probe() -> None:
 
 @pytest.mark.dynamo
 def test_targets_that_raise_crash_or_hang_are_reported_and_the_rest_run() -> None:
-    _, report, _ = run_cli("fixtures/confirm/_failing.py", "--timeout", "10")
+    code, report, _ = run_cli("fixtures/confirm/_failing.py", "--timeout", "10")
+    assert code == 3
     targets = targets_by_label(report)
     label = "fixtures/confirm/_failing.py:{}".format
     assert targets[label("raises")]["outcome"] == "raised"
@@ -133,21 +141,121 @@ def test_targets_that_raise_crash_or_hang_are_reported_and_the_rest_run() -> Non
     assert targets[label("segfaults")]["outcome"] == "crashed"
     assert "segmentation fault" in targets[label("segfaults")]["error"]
     assert targets[label("hangs")]["outcome"] == "timed-out"
+    message = targets[label("hangs")]["error"]
+    assert re.match(r"timed out after 1\d s while running hangs eagerly \(limit 10 s; raise it with --timeout", message)
     assert targets[label("fine")]["outcome"] == "ok"
     for finding in report["findings"]:  # nothing ran to completion inside `hangs`
         if finding["function"] == "hangs":
             assert finding["status"] == "not-run"
 
 
+@pytest.mark.dynamo
+def test_a_factory_sets_its_own_timeout_and_the_message_says_where_it_was() -> None:
+    code, report, _ = run_cli("fixtures/confirm/_failing.py", "--target", "fixtures/confirm/_failing.py:make_slow")
+    (target,) = report["environment"]["targets"]  # named targets run alone
+    assert code == 3 and target["outcome"] == "timed-out"
+    assert re.match(r"timed out after [5-9] s while running sleeps_forever eagerly \(limit 5 s;", target["error"])
+    assert "compile_lint_timeout = SECONDS" in target["error"]
+
+
+@pytest.mark.dynamo
+def test_named_targets_run_alone_and_the_automatic_ones_are_capped() -> None:
+    code, report, _ = run_cli(
+        "fixtures/confirm/_failing.py", "--target", "fixtures/confirm/_recompiles.py:make", "--exit-zero"
+    )
+    assert code == 0, report  # findings only: --exit-zero covers them
+    assert list(targets_by_label(report)) == ["fixtures/confirm/_recompiles.py:make [scale_by_mode]"]
+    code, report, _ = run_cli("fixtures/confirm/_eager_frame.py", "fixtures/seed_step.py", "--max-auto-targets", "1")
+    labels = targets_by_label(report)
+    assert code == 3 and len(labels) == 2 and labels["1 more automatic target"]["outcome"] == "not-run"
+    assert "--max-auto-targets" in labels["1 more automatic target"]["error"]
+
+
+@pytest.mark.dynamo
+def test_a_break_in_a_file_that_is_not_linted_is_a_finding_at_its_own_line() -> None:
+    code, report, _ = run_cli("fixtures/confirm/_caller.py")
+    assert code == 1
+    helper = "fixtures/confirm/_unlinted_helper.py"
+    found = {(f["path"], f["line"], f["code"], f["status"], *f["gb_codes"]) for f in report["findings"]}
+    assert found == {  # a tensor-valued `if` (counters["unimplemented"]) is a break like any other
+        (helper, 5, "TCL801", "dynamic-only", "GB0059"),
+        (helper, 6, "TCL801", "dynamic-only", "GB0170"),
+    }
+    for finding in report["findings"]:
+        line = finding["line"]
+        assert finding["details"]["chain"] == [
+            f"{helper}:{line} in log_value",
+            "fixtures/confirm/_caller.py:11 in step",
+        ]
+        assert finding["details"]["hints"] and finding["details"]["explanation"]
+
+
+@pytest.mark.dynamo
+def test_each_target_starts_from_a_clean_state_and_exits_are_reported() -> None:
+    isolation = "fixtures/confirm/_isolation.py"
+    code, report, _ = run_cli(
+        isolation,
+        *(
+            arg
+            for name in ("pollute", "check", "exits", "unprintable", "check")
+            for arg in ("--target", f"{isolation}:{name}")
+        ),
+        "--exit-zero",
+    )
+    assert code == 3  # --exit-zero never hides a target that could not be checked
+    targets = report["environment"]["targets"]
+    assert [t["outcome"] for t in targets] == ["ok", "ok", "raised", "raised", "ok"], targets
+    assert re.fullmatch(rf"called sys.exit\(3\) at \S*{isolation}:57", targets[2]["error"])
+    assert re.fullmatch(
+        rf"Unprintable at \S*{isolation}:70 \(its message cannot be shown: str\(\) raised\)", targets[3]["error"]
+    )
+
+
+@pytest.mark.dynamo
+def test_a_worker_over_the_memory_limit_is_stopped_and_reported() -> None:
+    code, report, _ = run_cli(
+        "fixtures/confirm/_memory.py", "--target", "fixtures/confirm/_memory.py:make", "--memory-limit", "1.5"
+    )
+    (target,) = report["environment"]["targets"]
+    assert code == 3 and target["outcome"] == "memory-limit"
+    assert "over the limit of 1.5 GB" in target["error"] and "--memory-limit" in target["error"]
+
+
+@pytest.mark.dynamo
+def test_a_missing_factory_exits_3_and_a_bad_backend_exits_2() -> None:
+    code, report, stderr = run_cli("fixtures/seed_step.py", "--target", "fixtures/confirm/_isolation.py:nope")
+    (target,) = report["environment"]["targets"]
+    assert code == 3 and target["outcome"] == "error" and "no callable `nope`" in target["error"]
+    assert "not checked" in stderr
+    process = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "compile_lint.cli",
+            "--confirm",
+            "--no-cache",
+            "fixtures/seed_step.py",
+            "--backend",
+            "nope",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert process.returncode == 2 and "unknown --backend 'nope'" in process.stderr and "eager" in process.stderr
+
+
 @pytest.mark.parametrize(
-    "args",
+    ("args", "message"),
     [
-        ["--target", "no_colon_here"],
-        ["--target", "fixtures/confirm/missing.py:make"],
-        ["--timeout", "0"],
+        (["--target", "no_colon_here"], "must look like"),
+        (["--target", "fixtures/confirm/missing.py:make"], "no such file"),
+        (["--timeout", "0"], "--timeout must be greater than 0"),
+        (["--memory-limit", "-1"], "--memory-limit must be greater than 0"),
     ],
 )
-def test_usage_errors_exit_2(args: list[str]) -> None:
+def test_usage_errors_exit_2(args: list[str], message: str) -> None:
     process = subprocess.run(
         [sys.executable, "-m", "compile_lint.cli", "--confirm", "--no-cache", "fixtures/seed_step.py", *args],
         cwd=ROOT,
@@ -156,6 +264,7 @@ def test_usage_errors_exit_2(args: list[str]) -> None:
         timeout=120,
     )
     assert process.returncode == 2, process.stderr
+    assert message in process.stderr and "only work" not in process.stderr
     assert "Traceback" not in process.stderr
 
 
@@ -167,7 +276,7 @@ def test_confirm_options_need_confirm() -> None:
         text=True,
         timeout=120,
     )
-    assert process.returncode == 2 and "need --confirm" in process.stderr
+    assert process.returncode == 2 and "--repro-dir only works with --confirm" in process.stderr
 
 
 @pytest.mark.dynamo
@@ -175,7 +284,7 @@ def test_config_targets_a_factory_list_and_covered_regions(tmp_path: Path) -> No
     """`[tool.compile-lint.confirm] targets` from pyproject.toml, a factory returning a list, and the
     automatic target for a region the factory already ran is skipped."""
     (tmp_path / "pyproject.toml").write_text(
-        '[tool.compile-lint.confirm]\ntargets = ["model:make"]\nshape = [2, 3]\ntimeout = 60\n'
+        '[tool.compile-lint.confirm]\ntargets = ["model:make"]\nauto-targets = true\nshape = [2, 3]\ntimeout = 60\n'
     )
     (tmp_path / "model.py").write_text(
         "import torch\n\n\n"

@@ -33,8 +33,15 @@ def finding(path: Path, line: int, code: str, function: str = "step") -> Finding
 
 
 def brk(
-    path: Path, line: int, gb_code: str = "GB0124", function: str = "step", frame_skip: bool = False
+    path: Path,
+    line: int,
+    gb_code: str = "GB0124",
+    function: str = "step",
+    frame_skip: bool = False,
+    callers: tuple[tuple[Path, int, str], ...] = (),
 ) -> dict[str, Any]:
+    """A break record as the worker sends it; `callers` are the user frames outside it, innermost first."""
+    frames = [(path, line, function), *callers]
     return {
         "user_file": os.path.realpath(path),
         "user_line": line,
@@ -44,6 +51,9 @@ def brk(
         "explanation": "why Dynamo gave up",
         "hints": ["This graph break is fundamental", "do this instead"],
         "frame_skip": frame_skip,
+        "duplicate": False,
+        "chain": [{"file": os.path.realpath(f), "line": n, "function": name} for f, n, name in frames],
+        "inside": None,
     }
 
 
@@ -68,15 +78,54 @@ def test_break_at_the_line_confirms_and_keeps_the_static_fix(step_file: Path) ->
     assert confirmed.fix == "generic fix"  # the rule wrote it for this site (tests/test_fix_texts.py)
 
 
-def test_executed_lines_tell_not_reproduced_from_not_run(step_file: Path) -> None:
-    observed = Observed(executed={os.path.realpath(step_file): {5, 6}})
+def test_executed_and_traced_lines_tell_not_reproduced_not_traced_and_not_run(step_file: Path) -> None:
+    real = os.path.realpath(step_file)
+    skip = brk(step_file, 5, "GB0088", frame_skip=True)
+    observed = Observed(executed={real: {5, 6, 8}}, traced={real: {5, 6}}, breaks=[(skip, "run")])
     found = match(
-        [finding(step_file, 6, "TCL101"), finding(step_file, 8, "TCL201")],
+        [finding(step_file, 6, "TCL101"), finding(step_file, 8, "TCL201"), finding(step_file, 9, "TCL201")],
         observed,
-        {os.path.realpath(step_file): str(step_file)},
+        {real: str(step_file)},
     ).findings
-    assert statuses(found) == {(6, "TCL101"): "not-reproduced", (8, "TCL201"): "not-run"}
-    assert found[0].fix == "generic fix"
+    assert statuses(found) == {
+        (5, "TCL801"): "dynamic-only",
+        (6, "TCL101"): "not-reproduced",  # Dynamo traced it and did not break
+        (8, "TCL201"): "not-traced",  # it ran, eagerly: the frame had been skipped
+        (9, "TCL201"): "not-run",
+    }
+    cause = found[2].details["not_traced_because"]
+    assert (cause["line"], cause["observed_gb_code"], cause["frame_skip"]) == (5, "GB0088", True)
+    assert found[1].fix == "generic fix"
+
+
+def test_a_break_in_an_unlinted_file_is_reported_there_and_confirms_the_call(
+    step_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # paths are shown relative to the working folder
+    library = tmp_path / "library.py"
+    library.write_text("def helper(t):\n    print(t)\n")
+    linted = {os.path.realpath(step_file): str(step_file)}
+    inside = brk(library, 2, "GB0059", "helper", callers=((step_file, 8, "step"),))
+    (dynamic,) = match([], Observed(breaks=[(inside, "run")]), linted).findings
+    assert (dynamic.path, dynamic.line, dynamic.status) == (os.path.relpath(library), 2, "dynamic-only")
+    assert dynamic.details["chain"] == [
+        f"{os.path.relpath(library)}:2 in helper",
+        f"{os.path.relpath(step_file)}:8 in step",
+    ]
+    (confirmed,) = match([finding(step_file, 8, "TCL201")], Observed(breaks=[(inside, "run")]), linted).findings
+    assert confirmed.status == "confirmed"  # the static pass could not see the helper: its call is the site
+
+
+def test_a_break_in_a_linted_callee_stays_there(step_file: Path, tmp_path: Path) -> None:
+    callee = tmp_path / "callee.py"
+    callee.write_text("def helper(t):\n    print(t)\n")
+    linted = {os.path.realpath(step_file): str(step_file), os.path.realpath(callee): str(callee)}
+    inside = brk(callee, 2, "GB0059", "helper", callers=((step_file, 8, "step"),))
+    observed = Observed(executed={os.path.realpath(step_file): {8}}, traced={os.path.realpath(step_file): {8}})
+    observed.breaks.append((inside, "run"))
+    found = match([finding(step_file, 8, "TCL201")], observed, linted).findings
+    assert statuses(found) == {(2, "TCL801"): "dynamic-only", (8, "TCL201"): "not-reproduced"}
+    assert found[0].path == str(callee)
 
 
 def test_unpredicted_breaks_become_one_dynamic_only_finding_each(step_file: Path) -> None:
@@ -89,11 +138,6 @@ def test_unpredicted_breaks_become_one_dynamic_only_finding_each(step_file: Path
     assert dynamic.details["explanation"] == "why Dynamo gave up"
 
 
-def test_breaks_outside_the_linted_files_are_not_findings(step_file: Path, tmp_path: Path) -> None:
-    observed = Observed(breaks=[(brk(tmp_path / "library.py", 3), "run")])
-    assert match([], observed, {os.path.realpath(step_file): str(step_file)}).findings == []
-
-
 def test_frame_skip_may_be_blamed_two_lines_later_in_the_same_function(step_file: Path) -> None:
     rule = next(r for r in all_rules() if r.frame_skip and r.gb_codes)
     linted = {os.path.realpath(step_file): str(step_file)}
@@ -104,6 +148,15 @@ def test_frame_skip_may_be_blamed_two_lines_later_in_the_same_function(step_file
         "not-run",
         "dynamic-only",
     ]
+
+
+def test_a_summary_says_all_clear_only_when_every_target_ran() -> None:
+    from compile_lint.reporters.text import summary_line
+
+    assert summary_line([], 3).plain == "All clear: no findings in 3 files."
+    assert (
+        summary_line([], 3, unchecked=1).plain == "No findings in 3 files; 1 target could not be checked (see below)."
+    )
 
 
 def variation(**changes: Any) -> dict[str, Any]:
@@ -243,3 +296,72 @@ def test_guard_rejections_say_whether_a_call_would_recompile_without_compiling()
     assert guard_rejections(model, (x,), {}) == []
     assert "dtype mismatch" in (guard_rejections(model, (x.double(),), {}) or [""])[0]
     torch._dynamo.reset()
+
+
+def test_break_records_name_the_innermost_user_frame_and_the_library_it_broke_in(tmp_path: Path) -> None:
+    import logging
+
+    from compile_lint.confirm import worker
+    from compile_lint.confirm.capture import Break, Frame
+
+    user = tmp_path / "model.py"
+    user.write_text("import logging\ndef step(x):\n    logging.info('x')\n    return x\n")
+    logging_file = logging.__file__
+    frames = [Frame(worker.__file__, 10, "run_target"), Frame(str(user), 3, "step"), Frame(logging_file, 2100, "info")]
+    record = worker.break_record(Break(logging_file, 2100, "GB4841", "some type", False, frames=frames))
+    assert (record["user_file"], record["user_line"], record["user_function"]) == (str(user.resolve()), 3, "step")
+    assert record["chain"] == [
+        {"file": str(user.resolve()), "line": 3, "function": "step"}
+    ]  # compile-lint's frame left out
+    assert record["inside"] == {"library": "the standard library", "file": logging_file, "line": 2100}
+    assert not record["replayed_logging"]
+    replayed = [Frame(str(user), 2, "step"), Frame(logging_file, 1500, "info")]  # from the `def` line
+    assert worker.break_record(Break(logging_file, 1500, "GB0291", "t", False, frames=replayed))["replayed_logging"]
+
+
+def test_errors_are_described_even_when_their_message_raises() -> None:
+    from compile_lint.confirm.worker import describe_error
+
+    class Unprintable(Exception):
+        def __str__(self) -> str:
+            raise ValueError("no")
+
+    assert describe_error(SystemExit(3), set()) == "called sys.exit(3)"
+    assert describe_error(SystemExit(), set()) == "called sys.exit()"
+    assert describe_error(Unprintable(), set()) == "Unprintable (its message cannot be shown: str() raised)"
+
+
+def test_a_state_snapshot_restores_what_a_target_changed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import random
+    import sys
+
+    from compile_lint.confirm.state import State
+
+    snapshot = State.now()
+    expected = (random.random(), torch.rand(1).item())
+    snapshot.restore()
+    monkeypatch.chdir(tmp_path)
+    sys.path.insert(0, "/nonexistent")
+    os.environ["COMPILE_LINT_TEST_LEAK"] = "1"
+    torch.set_default_dtype(torch.float64)
+    torch.set_grad_enabled(False)
+    torch.set_default_device("meta")
+    torch._dynamo.config.capture_scalar_outputs = True
+    random.random(), torch.rand(1)
+    snapshot.restore()
+    assert os.getcwd() == snapshot.cwd and "/nonexistent" not in sys.path
+    assert "COMPILE_LINT_TEST_LEAK" not in os.environ
+    assert torch.get_default_dtype() == torch.float32 and torch.is_grad_enabled()
+    assert torch.empty(1).device.type == "cpu" and not torch._dynamo.config.capture_scalar_outputs
+    assert (random.random(), torch.rand(1).item()) == expected
+
+
+def test_a_file_that_cannot_be_parsed_is_reported_even_when_select_hides_tcl000(tmp_path: Path) -> None:
+    from compile_lint.config import Config
+    from compile_lint.confirm.session import _static_findings
+    from compile_lint.engine import build_project
+
+    (tmp_path / "broken.py").write_text("def f(:\n")
+    project = build_project([str(tmp_path)], Config(root=tmp_path, select=["TCL1"]))
+    assert [f.code for f in _static_findings(project, Config(root=tmp_path, select=["TCL1"]))] == ["TCL000"]
+    assert _static_findings(project, Config(root=tmp_path, select=["TCL1"], ignore=["TCL000"])) == []

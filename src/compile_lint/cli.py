@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from compile_lint.confirm.session import ConfirmOptions, ConfirmResult, Progress
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+EXIT_UNCHECKED = 3  # --confirm: some target could not be checked (or nothing ran); --exit-zero does not cover it
+CONFIRM_ONLY = ("target", "backend", "timeout", "repro_dir", "memory_limit", "max_auto_targets", "auto_targets")
 
 
 def _codes(value: str) -> list[str]:
@@ -83,7 +85,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("-j", "--jobs", type=int, default=1, help="lint files in N processes (0: one per core)")
     parser.add_argument("--no-cache", action="store_true", help="do not read or write the summary cache")
-    parser.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings (errors still exit 2)")
+    parser.add_argument(
+        "--exit-zero",
+        action="store_true",
+        help="exit 0 even with findings (errors still exit 2, a --confirm target that could not be checked 3)",
+    )
     parser.add_argument("--fix", action="store_true", help="apply the safe fixes, then report what is left")
     parser.add_argument(
         "--unsafe-fixes",
@@ -115,10 +121,31 @@ def build_parser() -> argparse.ArgumentParser:
         "--target",
         action="append",
         metavar="MOD:FACTORY",
-        help="a zero-argument factory returning (fn, args[, kwargs]) or a list of them; repeatable",
+        help="a zero-argument factory returning (fn, args[, kwargs]) or a list of them; repeatable. "
+        "Named targets run alone (see --auto-targets)",
+    )
+    confirm.add_argument(
+        "--auto-targets",
+        action="store_true",
+        default=None,
+        help="also run the compiled regions compile-lint can call by itself when targets are named",
+    )
+    confirm.add_argument(
+        "--max-auto-targets", type=int, metavar="N", help="run at most N automatic targets (default: 50)"
     )
     confirm.add_argument("--backend", help="torch.compile backend (default: eager; detection is the same)")
-    confirm.add_argument("--timeout", type=float, help="seconds per target (default: 120)")
+    confirm.add_argument(
+        "--timeout",
+        type=float,
+        metavar="SECONDS",
+        help="per target (default: 900); a factory can set its own: `make.compile_lint_timeout = 900`",
+    )
+    confirm.add_argument(
+        "--memory-limit",
+        type=float,
+        metavar="GB",
+        help="stop a target whose worker uses more memory (default: 70%% of the machine's, shared by -j workers)",
+    )
     confirm.add_argument("--repro-dir", type=Path, metavar="DIR", help="write a script per confirmed break here")
     parser.add_argument("--version", action="version", version=f"compile-lint {__version__}")
     return parser
@@ -160,7 +187,7 @@ def _run_check(args: argparse.Namespace, console: Console) -> int:
     if args.add_noqa:
         return run_add_noqa(args, config, console)
     args.confirm = args.confirm or args.confirm_notebooks
-    if args.confirm or args.target or args.repro_dir or args.backend or args.timeout is not None:
+    if args.confirm or any(getattr(args, name) is not None for name in CONFIRM_ONLY):
         return run_confirm(args, config, console)
     if args.fix or args.unsafe_fixes or args.diff:
         return run_fixes(args, config, console)
@@ -241,27 +268,25 @@ def _removed_unused_noqa(findings: list[Finding], log: Console) -> int:
 
 def run_confirm(args: argparse.Namespace, config: Config, console: Console) -> int:
     from compile_lint.confirm.plan import UsageError
+    from compile_lint.confirm.runner import default_memory_limit
     from compile_lint.confirm.session import ConfirmOptions, confirm
 
     errors = Console(stderr=True)
-    if not args.confirm or (args.timeout is not None and args.timeout <= 0):
-        message = "compile-lint: --target, --backend, --timeout (> 0) and --repro-dir need --confirm"
-        errors.print(message, soft_wrap=True)
+    problem = _confirm_usage_problem(args)
+    if problem:
+        errors.print(f"compile-lint: {problem}", markup=False, soft_wrap=True)
         return EXIT_ERROR
-    if args.fix or args.unsafe_fixes or args.diff:
-        message = (
-            "compile-lint: --fix, --unsafe-fixes and --diff do not combine with --confirm, which writes nothing "
-            "and reports whether each fix removes its break: run them separately"
-        )
-        errors.print(message, soft_wrap=True)
-        return EXIT_ERROR
+    jobs = args.jobs or os.cpu_count() or 1
     options = ConfirmOptions(
         targets=args.target or [],
         backend=args.backend or config.confirm.backend,
         timeout=args.timeout or config.confirm.timeout,
         shape=config.confirm.shape,
+        memory_limit=args.memory_limit or config.confirm.memory_limit or default_memory_limit(jobs),
+        max_auto_targets=args.max_auto_targets or config.confirm.max_auto_targets,
+        auto_targets=bool(args.auto_targets or config.confirm.auto_targets),
         repro_dir=args.repro_dir,
-        jobs=args.jobs or os.cpu_count() or 1,
+        jobs=jobs,
         use_cache=not args.no_cache,
     )
     progress = text.ConfirmProgress(errors)
@@ -273,16 +298,39 @@ def run_confirm(args: argparse.Namespace, config: Config, console: Console) -> i
         return EXIT_ERROR
     finally:
         progress.stop()
+    unchecked = result.unchecked
     if args.format == "json":
         console.file.write(json_report.render(result.findings, result.environment) + "\n")
-    else:
-        report(result.findings, result.files, args.format, console)
-    if args.format == "text":
+    elif args.format == "text":
+        text.render(console, result.findings, result.files, unchecked=len(unchecked))
         text.render_confirm_summary(console, result.targets, result.findings)
         for script in result.repro_scripts:
             console.print(f"wrote {script}", markup=False, highlight=False)
-    remaining = [f for f in result.findings if f.status in ("confirmed", "dynamic-only", "not-reproduced")]
-    return EXIT_FINDINGS if remaining else EXIT_CLEAN
+    else:
+        report(result.findings, result.files, args.format, console)
+    if unchecked:
+        if args.format != "text":  # the text summary lists them already
+            names = ", ".join(f"{t.label} ({t.outcome})" for t in unchecked)
+            errors.print(f"compile-lint: not checked: {names}", markup=False, soft_wrap=True)
+        return EXIT_UNCHECKED
+    return EXIT_FINDINGS if result.findings else EXIT_CLEAN
+
+
+def _confirm_usage_problem(args: argparse.Namespace) -> str:
+    """Why these --confirm options cannot run, or ""."""
+    if not args.confirm:
+        given = [f"--{name.replace('_', '-')}" for name in CONFIRM_ONLY if getattr(args, name) is not None]
+        return f"{', '.join(given)} only work{'s' * (len(given) == 1)} with --confirm: add --confirm"
+    for name in ("timeout", "memory_limit", "max_auto_targets"):
+        value = getattr(args, name)
+        if value is not None and value <= 0:
+            return f"--{name.replace('_', '-')} must be greater than 0, got {value:g}"
+    if args.fix or args.unsafe_fixes or args.diff:
+        return (
+            "--fix, --unsafe-fixes and --diff do not combine with --confirm, which writes nothing "
+            "and reports whether each fix removes its break: run them separately"
+        )
+    return ""
 
 
 def confirm_with_notebooks(
@@ -341,7 +389,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return lsp.main(argv[1:])
         args = build_parser().parse_args(argv)
         code = run_check(args, console)
-        return EXIT_CLEAN if args.exit_zero and code == EXIT_FINDINGS else code
+        return EXIT_CLEAN if args.exit_zero and code == EXIT_FINDINGS else code  # never EXIT_UNCHECKED
     except ConfigError as error:
         message = f"compile-lint: configuration error: {error}"
         errors.print(message, highlight=False, markup=False, soft_wrap=True)

@@ -35,8 +35,11 @@ TOP_KEYS = {
     "confirm": "table of settings for `--confirm`",
 }
 CONFIRM_KEYS = {
-    "targets": "list of `module:factory` entries",
-    "timeout": "seconds per target",
+    "targets": "list of `module:factory` entries; when given, only these run",
+    "auto-targets": "true: also run the compiled regions compile-lint can call itself when targets are named",
+    "max-auto-targets": "most automatic targets to run (default 50)",
+    "timeout": "seconds per target (default 900); a factory can set its own: `make.compile_lint_timeout = 900`",
+    "memory-limit": "GB of memory per worker before its target is stopped (default 70% of the machine's memory)",
     "shape": "default input shape for tensor parameters, e.g. [4, 8]",
     "backend": "torch.compile backend (default eager)",
 }
@@ -63,7 +66,10 @@ class ConfigError(Exception):
 @dataclass
 class ConfirmConfig:
     targets: list[str] = field(default_factory=list)
-    timeout: float = 120.0
+    auto_targets: bool = False
+    max_auto_targets: int = 50
+    timeout: float = 900.0  # --confirm of a small real model with inductor on a loaded 2-core CPU; see README
+    memory_limit: float | None = None  # GB; None: a share of the machine's memory
     shape: list[int] = field(default_factory=lambda: [4, 8])
     backend: str = "eager"
 
@@ -233,10 +239,21 @@ def parse_table(table: dict[str, Any], source: Path) -> Config:
     confirm = _typed(table.get("confirm", {}), dict, "confirm", source)
     _check_keys(confirm, CONFIRM_KEYS, "tool.compile-lint.confirm", source)
     defaults = ConfirmConfig()
+    memory_limit = confirm.get("memory-limit")
     config.confirm = ConfirmConfig(
         targets=_typed(confirm.get("targets", defaults.targets), list, "confirm.targets", source, str),
-        timeout=float(_typed(confirm.get("timeout", defaults.timeout), float, "confirm.timeout", source)),
+        auto_targets=_typed(confirm.get("auto-targets", False), bool, "confirm.auto-targets", source),
+        max_auto_targets=_positive(confirm, "max-auto-targets", defaults.max_auto_targets, int, source),
+        timeout=_positive(confirm, "timeout", defaults.timeout, float, source),
+        memory_limit=None if memory_limit is None else _positive(confirm, "memory-limit", 0, float, source),
         shape=_typed(confirm.get("shape", defaults.shape), list, "confirm.shape", source, int),
         backend=_typed(confirm.get("backend", defaults.backend), str, "confirm.backend", source),
     )
     return config
+
+
+def _positive(table: dict[str, Any], key: str, default: float, kind: type, source: Path) -> Any:
+    value = _typed(table.get(key, default), kind, f"confirm.{key}", source)
+    if value <= 0:
+        raise ConfigError(f"{source}: `confirm.{key}` must be greater than 0, got {value!r}")
+    return kind(value)

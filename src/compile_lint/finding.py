@@ -9,7 +9,7 @@ from compile_lint import registry
 
 Severity = Literal["error", "warning", "info"]
 # static: predicted only; the rest are set by `--confirm`.
-Status = Literal["static", "confirmed", "not-reproduced", "not-run", "dynamic-only"]
+Status = Literal["static", "confirmed", "not-reproduced", "not-traced", "not-run", "dynamic-only"]
 
 
 @dataclass

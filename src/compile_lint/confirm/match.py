@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,8 @@ FRAME_SKIP_REACH = 2  # Dynamo blames a frame skip (`id(t)`) up to two lines aft
 class Observed:
     """Everything the workers saw, keyed by real paths."""
 
-    executed: dict[str, set[int]] = field(default_factory=dict)
+    executed: dict[str, set[int]] = field(default_factory=dict)  # lines run eagerly
+    traced: dict[str, set[int]] = field(default_factory=dict)  # lines Dynamo traced under torch.compile
     breaks: list[tuple[dict[str, Any], str]] = field(default_factory=list)  # (break, run id)
     recompiles: list[tuple[dict[str, Any], str]] = field(default_factory=list)  # (variation, run id)
 
@@ -37,7 +39,7 @@ def match(findings: list[Finding], observed: Observed, linted: dict[str, str]) -
     confirmed_by: list[tuple[Finding, dict[str, Any], str]] = []
     sources = _Sources()
     for finding in findings:
-        updated, hit = _status(finding, observed, used, used_recompiles)
+        updated, hit = _status(finding, observed, used, used_recompiles, linted)
         out.append(updated)
         if hit is not None:
             confirmed_by.append((updated, *hit))
@@ -47,7 +49,7 @@ def match(findings: list[Finding], observed: Observed, linted: dict[str, str]) -
 
 
 def _status(
-    finding: Finding, observed: Observed, used: set[int], used_recompiles: set[int]
+    finding: Finding, observed: Observed, used: set[int], used_recompiles: set[int], linted: Collection[str]
 ) -> tuple[Finding, tuple[dict[str, Any], str] | None]:
     rule = rule_by_code(finding.code)
     predicts_break = bool(finding.gb_codes)  # per finding: e.g. a `random` call that traces but misbehaves
@@ -55,7 +57,7 @@ def _status(
         return finding, None  # nothing dynamic to check it against (e.g. a correctness rule)
     real = os.path.realpath(finding.path)
     if predicts_break:
-        hits = [i for i, (b, _) in enumerate(observed.breaks) if blames(finding, rule, b, real)]
+        hits = [i for i, (b, _) in enumerate(observed.breaks) if blames(finding, rule, b, real, linted)]
         if hits:
             used.update(hits)
             brk, run = observed.breaks[hits[0]]
@@ -67,20 +69,46 @@ def _status(
             used_recompiles.update(hits)
             recompiles = [observed.recompiles[i][0] for i in hits]
             return replace(finding, status="confirmed", details={**finding.details, "recompiles": recompiles}), None
-    lines = observed.executed.get(real, set())
-    ran = any(line in lines for line in range(finding.line, finding.end_line + 1))
-    return replace(finding, status="not-reproduced" if ran else "not-run"), None
+    span = range(finding.line, finding.end_line + 1)
+    if not any(line in observed.executed.get(real, set()) for line in span):
+        return replace(finding, status="not-run"), None
+    if any(line in observed.traced.get(real, set()) for line in span):
+        return replace(finding, status="not-reproduced"), None
+    cause = _eager_cause(finding, observed, real)
+    return replace(finding, status="not-traced", details={**finding.details, "not_traced_because": cause}), None
 
 
-def blames(finding: Finding, rule: Rule, brk: dict[str, Any], real: str) -> bool:
+def _eager_cause(finding: Finding, observed: Observed, real: str) -> dict[str, Any] | None:
+    """The break that made Dynamo give up on the finding's frame (a frame skip first), so that
+    its lines ran eagerly: one logged earlier in the same function."""
+    name = (finding.function or "").rsplit(".", 1)[-1]
+    resumed = f"torch_dynamo_resume_in_{name}_at_"
+    candidates = []
+    for brk, run in observed.breaks:
+        for frame in brk["chain"]:
+            same = frame["function"] == name or frame["function"].startswith(resumed)
+            if frame["file"] == real and same and frame["line"] <= finding.line:
+                candidates.append((not brk["frame_skip"], brk, run))
+                break
+    if not candidates:
+        return None
+    _, brk, run = min(candidates, key=lambda c: c[0])
+    return {"file": _shown(brk["user_file"]), "line": brk["user_line"], **_break_details(brk, run)}
+
+
+def blames(finding: Finding, rule: Rule, brk: dict[str, Any], real: str, linted: Collection[str] = frozenset()) -> bool:
+    """Does the break confirm the finding? At its own lines (a frame skip up to two lines later),
+    or, for a break in a file the static pass did not see, at the call in this file that led there."""
     line = brk["user_line"]
-    if brk["user_file"] != real or line is None:
-        return False
-    if finding.line <= line <= finding.end_line:
-        return True
-    same_function = (finding.function or "").rsplit(".", 1)[-1] == brk["user_function"]
-    skip = rule.frame_skip or brk["frame_skip"]
-    return bool(skip and same_function and finding.line <= line <= finding.end_line + FRAME_SKIP_REACH)
+    if brk["user_file"] == real and line is not None:
+        if finding.line <= line <= finding.end_line:
+            return True
+        same_function = (finding.function or "").rsplit(".", 1)[-1] == brk["user_function"]
+        skip = rule.frame_skip or brk["frame_skip"]
+        return bool(skip and same_function and finding.line <= line <= finding.end_line + FRAME_SKIP_REACH)
+    if brk["user_file"] in linted:
+        return False  # the static pass saw that file: the break belongs there, not to the caller
+    return any(f["file"] == real and finding.line <= f["line"] <= finding.end_line for f in brk["chain"][1:])
 
 
 def _recompiled_here(finding: Finding, variation: dict[str, Any], real: str) -> bool:
@@ -93,33 +121,49 @@ def _recompiled_here(finding: Finding, variation: dict[str, Any], real: str) -> 
 
 
 def _break_details(brk: dict[str, Any], run: str) -> dict[str, Any]:
+    """What Dynamo said about the break, and the user frames that led to it (innermost first)."""
     return {
         "observed_gb_code": brk["gb_code"],
         "gb_type": brk["gb_type"],
         "explanation": brk["explanation"],
         "hints": brk["hints"],
         "frame_skip": brk["frame_skip"],
+        "chain": [f"{_shown(f['file'])}:{f['line']} in {f['function']}" for f in brk["chain"]],
+        "inside": brk["inside"],
         "target": run,
     }
 
 
+def _shown(real: str) -> str:
+    """A path as the user would type it: relative to the working folder when under it."""
+    relative = os.path.relpath(real)
+    return real if relative.startswith(os.pardir) else relative
+
+
 def _dynamic_only(observed: Observed, used: set[int], linted: dict[str, str], sources: _Sources) -> list[Finding]:
+    """A finding for every break no static finding predicted, at its innermost user frame, in any
+    file (linted or not) outside torch and the standard library."""
     rule = rule_by_code("TCL801")
     assert rule is not None
     found: dict[tuple[str, int, str], Finding] = {}
     for index, (brk, run) in enumerate(observed.breaks):
-        path = linted.get(brk["user_file"] or "")
-        if index in used or path is None:
-            continue
-        key = (path, brk["user_line"], brk["gb_code"] or brk["gb_type"])
+        inside = brk["inside"]
+        if index in used or (brk["user_file"] is None and (brk["duplicate"] or inside is None)):
+            continue  # a duplicate without a traceback: its first report is a finding already
+        if brk["user_file"] is not None:
+            path, line = linted.get(brk["user_file"]) or _shown(brk["user_file"]), brk["user_line"]
+        else:  # no user frame at all: where Dynamo stopped
+            path, line = inside["file"], inside["line"]
+        key = (path, line, brk["gb_code"] or brk["gb_type"])
         if key in found:
             continue
         skip = " (frame skipped: the whole function runs eagerly)" if brk["frame_skip"] else ""
+        where = f" inside {inside['library']} ({inside['file']}:{inside['line']})" if inside else ""
         hint = next((h for h in brk["hints"] if "fundamental" not in h), "")
         found[key] = Finding(
-            *sources.span(path, brk["user_line"]),
+            *sources.span(path, line),
             code=rule.code,
-            message=f"Dynamo broke the graph here: {brk['gb_type']}{skip}; no static rule predicted it",
+            message=f"Dynamo broke the graph here{where}: {brk['gb_type']}{skip}; no static rule predicted it",
             gb_codes=[brk["gb_code"]] if brk["gb_code"] else [],
             fix=hint or rule.fix,
             status="dynamic-only",

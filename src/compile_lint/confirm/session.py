@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import queue
+import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -15,11 +16,12 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from compile_lint.config import Config
+from compile_lint.confirm import GIVE_INPUTS
 from compile_lint.confirm.fix_check import check_fixes
 from compile_lint.confirm.match import Observed, match
 from compile_lint.confirm.plan import TargetSpec, Unrunnable, UsageError, automatic_specs, explicit_specs
 from compile_lint.confirm.repro import write_all
-from compile_lint.confirm.runner import WorkerPool
+from compile_lint.confirm.runner import GB, Limits, WorkerPool
 from compile_lint.engine import apply_filters, build_project, discover
 from compile_lint.finding import Finding
 from compile_lint.project import Project
@@ -31,6 +33,9 @@ class ConfirmOptions:
     backend: str
     timeout: float
     shape: list[int]
+    memory_limit: float  # GB per worker
+    max_auto_targets: int
+    auto_targets: bool = False  # run the automatic targets even when some are named
     repro_dir: Path | None = None
     jobs: int = 1
     use_cache: bool = True
@@ -41,10 +46,12 @@ class TargetReport:
     """One row of the summary: a target (or one entry of a factory's list) and what happened."""
 
     label: str
-    outcome: str  # ok, raised, timed-out, crashed, not-run, error
+    outcome: str  # ok, raised, timed-out, memory-limit, crashed, not-run, error
     error: str = ""
     graphs: int = 0
     breaks: int = 0
+    own_recompiles: int = 0  # during the target's own call; the probe's deliberate ones are not counted
+    replayed_logging: int = 0  # torch 2.14's harmless breaks inside `logging` (not findings)
     one_graph: bool | None = None
     fullgraph_error: str = ""
     recompiles: list[dict[str, Any]] = field(default_factory=list)
@@ -58,6 +65,16 @@ class ConfirmResult:
     environment: dict[str, Any]
     repro_scripts: list[Path] = field(default_factory=list)
 
+    @property
+    def unchecked(self) -> list[TargetReport]:
+        """Targets that did not run to the end (or, when none exist, why nothing ran)."""
+        if not self.targets:
+            return [TargetReport("(no target)", "not-run", NOTHING_TO_RUN)]
+        return [t for t in self.targets if t.outcome != "ok"]
+
+
+NOTHING_TO_RUN = f"no compiled region can be called and no target is named; {GIVE_INPUTS}"
+
 
 class Progress(Protocol):
     def start(self, total: int) -> None: ...
@@ -70,13 +87,17 @@ def confirm(paths: list[str], config: Config, options: ConfirmOptions, progress:
         raise UsageError(
             "--confirm runs your code under torch.compile and needs torch: pip install 'compile-lint[confirm]'"
         )
-    pools = [WorkerPool(options.backend, options.timeout) for _ in range(max(1, options.jobs))]
+    limits = Limits(options.timeout, int(min(options.memory_limit * GB, sys.maxsize)))
+    pools = [WorkerPool(options.backend, limits) for _ in range(max(1, options.jobs))]
     pools[0].start()  # torch imports in the worker while the static pass runs here
     try:
         files, specs, unrunnable, project = _plan(paths, config, options)
+        pools[0].describe()
+        if pools[0].backend_error:
+            raise UsageError(pools[0].backend_error)
         for pool in pools[1 : len(specs)]:
             pool.start()
-        static = apply_filters(project.findings(), config)
+        static = _static_findings(project, config)
         linted = {os.path.realpath(f): f for f in files}
         observed = Observed()
         reports: list[TargetReport] = [TargetReport(u.label, "not-run", u.reason) for u in unrunnable]
@@ -141,12 +162,32 @@ def _run_each(
 def _plan(
     paths: list[str], config: Config, options: ConfirmOptions
 ) -> tuple[list[str], list[TargetSpec], list[Unrunnable], Project]:
-    """Explicit factories first, so the automatic targets they already cover are skipped."""
-    files = discover(paths)
+    """Named targets alone; the automatic ones (capped) when none is named or with --auto-targets.
+    Named factories come first, so the automatic targets they already cover are skipped."""
+    files = discover(paths, config)
     project = build_project(paths, config)
-    explicit = explicit_specs(options.targets, Path.cwd()) + explicit_specs(config.confirm.targets, config.root)
+    named = explicit_specs(options.targets, Path.cwd()) + explicit_specs(config.confirm.targets, config.root)
+    if named and not options.auto_targets:
+        return files, named, [], project
     automatic, unrunnable = automatic_specs(project)
-    return files, explicit + automatic, unrunnable, project
+    if len(automatic) > options.max_auto_targets:
+        over = len(automatic) - options.max_auto_targets
+        reason = (
+            f"not run: {over} more automatic targets than the cap of {options.max_auto_targets} "
+            "(raise it with --max-auto-targets N or `max-auto-targets`, or name the targets to run with --target)"
+        )
+        unrunnable.append(Unrunnable(f"{over} more automatic target{'s' * (over != 1)}", reason))
+        automatic = automatic[: options.max_auto_targets]
+    return files, named + automatic, unrunnable, project
+
+
+def _static_findings(project: Project, config: Config) -> list[Finding]:
+    """The selected findings, and every file that could not be parsed even if --select hides
+    TCL000: nothing in it was checked (only `ignore` can silence that)."""
+    findings = project.findings()
+    kept = apply_filters(findings, config)
+    unparsed = [f for f in findings if f.code == "TCL000" and f not in kept]
+    return kept + [f for f in unparsed if not f.code.startswith(tuple(config.ignore))]
 
 
 def _collect(
@@ -174,10 +215,15 @@ def _collect(
             covered.add((run["covers"][0], run["covers"][1]))
         for path, lines in run["executed"].items():
             observed.executed.setdefault(path, set()).update(lines)
-        observed.breaks.extend((brk, label) for brk in run["breaks"])
+        for path, lines in run["traced"].items():
+            observed.traced.setdefault(path, set()).update(lines)
+        breaks = [brk for brk in run["breaks"] if not brk["replayed_logging"]]
+        observed.breaks.extend((brk, label) for brk in breaks)
         observed.recompiles.extend((variation, label) for variation in run.get("recompiles", []))
         report.graphs = run["graphs"]
-        report.breaks = len(run["breaks"])
+        report.breaks = len(breaks)
+        report.replayed_logging = len(run["breaks"]) - len(breaks)
+        report.own_recompiles = run["own_recompiles"]
         report.one_graph = run["one_graph"]
         report.fullgraph_error = run["fullgraph_error"]
         report.recompiles = run.get("recompiles", [])

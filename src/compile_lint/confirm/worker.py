@@ -2,9 +2,15 @@
 
 Requests and replies are JSON lines on private copies of stdin/stdout; the user's code sees
 /dev/null as stdin and prints to stderr, so neither `input()` nor `print` can touch the protocol.
-Per target: an eager run traced line by line (which lines ran), the break run under the
-graph-break log, a `fullgraph=True` run, and the recompile probe. A fix check loads one fixed
-file by path under its module's name and runs only the eager and break runs.
+
+A request names its job (`JOBS`; without `job`, "fix-check" if it has `fixed`, else "confirm").
+While a job runs, the worker may send notes (lines without `outcome`): `{"stage": ...}` says what
+it is doing, `{"timeout": seconds}` is a factory's own time limit for this request. The reply is
+the first line with `outcome`. Every request starts from a clean state (state.py).
+
+"confirm", per target: an eager run traced line by line (which lines ran), the break run under
+the graph-break log (which lines Dynamo traced), a `fullgraph=True` run, and the recompile probe.
+"fix-check" loads one fixed file by path under its module's name and runs the eager and break runs.
 """
 
 from __future__ import annotations
@@ -12,14 +18,14 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
+import linecache
 import os
 import platform
 import sys
 import traceback
-import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from types import FrameType
 from typing import Any, TextIO
 
@@ -27,7 +33,8 @@ import torch
 import torch._dynamo
 from torch._dynamo.utils import counters
 
-from compile_lint.confirm.capture import Break, capture_dynamo_log, forced_backend
+from compile_lint.confirm import TIMEOUT_ATTRIBUTE
+from compile_lint.confirm.capture import Break, Frame, capture_dynamo_log, forced_backend, library_of
 from compile_lint.confirm.inputs import (
     Made,
     NoInputs,
@@ -38,9 +45,11 @@ from compile_lint.confirm.inputs import (
     unwrapped,
 )
 from compile_lint.confirm.probe import probe_calls, probe_sizes
+from compile_lint.confirm.state import CleanStates, State
 from compile_lint.confirm.targets import Target, TargetError, compiled, targets_from_factory
 
-LOGGING = "graph_breaks and recompiles artifacts via torch._logging.set_logs, captured by handlers"
+LOGGING = "graph_breaks, recompiles and trace_source artifacts via torch._logging.set_logs, captured by handlers"
+USER_ERRORS = (Exception, SystemExit, KeyboardInterrupt)  # what a target may raise; the worker lives on
 
 
 def environment(backend: str) -> dict[str, Any]:
@@ -57,52 +66,74 @@ def environment(backend: str) -> dict[str, Any]:
     }
 
 
-class DynamoSettings:
-    """torch._dynamo.config as each user module left it after its import, so that a module setting
-    e.g. `capture_scalar_outputs` affects its own targets and not the next module's."""
+def backend_error(backend: str) -> str:
+    """Why torch.compile would reject `backend`, or "" if it accepts it."""
+    from torch._dynamo.backends.registry import list_backends, lookup_backend
 
-    def __init__(self) -> None:
-        self.baseline = torch._dynamo.config.get_config_copy()
-        self.after_import: dict[str, dict[str, Any]] = {}
+    try:
+        lookup_backend(backend)
+    except Exception:
+        return (
+            f"unknown --backend {backend!r}; torch {torch.__version__} has: {', '.join(list_backends(exclude_tags=()))}"
+        )
+    return ""
 
-    def load(self, spec: dict[str, Any]) -> Any:
-        """Import the user's module by name from its root, every torch.compile forced to the backend."""
-        self._apply(self.after_import.get(spec["module"], self.baseline))
-        if spec["root"] not in sys.path:
-            sys.path.insert(0, spec["root"])
-        with forced_backend(spec["backend"]):
-            module = importlib.import_module(spec["module"])
-        self.after_import.setdefault(spec["module"], torch._dynamo.config.get_config_copy())
-        return module
 
-    def load_fixed(self, fixed: dict[str, str], backend: str) -> None:
-        """Put the fixed file in sys.modules under the original module's name, so the target's
-        module (imported next, after `forget`) and every other importer get the fixed code."""
-        name, path = fixed["module"], fixed["path"]
-        if fixed["root"] not in sys.path:
-            sys.path.insert(0, fixed["root"])
-        parent, _, child = name.rpartition(".")
-        package = importlib.import_module(parent) if parent else None
-        self._apply(self.after_import.get(name, self.baseline))
-        search = [fixed["package_dir"]] if fixed.get("package_dir") else None  # a fixed __init__.py
-        spec = importlib.util.spec_from_file_location(name, path, submodule_search_locations=search)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        try:
-            with forced_backend(backend):
-                spec.loader.exec_module(module)
-        except BaseException:
-            del sys.modules[name]
-            raise
-        if package is not None:
-            setattr(package, child, module)
+class Channel:
+    """The private reply pipe: notes while a request runs, then its reply."""
 
-    @staticmethod
-    def _apply(settings: dict[str, Any]) -> None:
-        with warnings.catch_warnings():  # the copy includes deprecated keys, which warn on load
-            warnings.simplefilter("ignore")
-            torch._dynamo.config.load_config(settings)
+    def __init__(self, replies: TextIO) -> None:
+        self.replies = replies
+
+    def note(self, **fields: Any) -> None:
+        self.send(fields)
+
+    def send(self, message: dict[str, Any]) -> None:
+        self.replies.write(json.dumps(message) + "\n")
+        self.replies.flush()
+
+
+@dataclass
+class Context:
+    states: CleanStates
+    channel: Channel
+
+
+def load(spec: dict[str, Any], states: CleanStates | None) -> Any:
+    """Import the user's module by name from its root, every torch.compile forced to the backend.
+    With `states`, the import starts from the module's clean state and records the one it leaves."""
+    if states is not None:
+        states.before_import(spec["module"])
+    if spec["root"] not in sys.path:
+        sys.path.insert(0, spec["root"])
+    with forced_backend(spec["backend"]):
+        module = importlib.import_module(spec["module"])
+    if states is not None:
+        states.imported(spec["module"])
+    return module
+
+
+def load_fixed(fixed: dict[str, str], backend: str) -> None:
+    """Put the fixed file in sys.modules under the original module's name, so the target's
+    module (imported next, after `forget`) and every other importer get the fixed code."""
+    name, path = fixed["module"], fixed["path"]
+    if fixed["root"] not in sys.path:
+        sys.path.insert(0, fixed["root"])
+    parent, _, child = name.rpartition(".")
+    package = importlib.import_module(parent) if parent else None
+    search = [fixed["package_dir"]] if fixed.get("package_dir") else None  # a fixed __init__.py
+    spec = importlib.util.spec_from_file_location(name, path, submodule_search_locations=search)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        with forced_backend(backend):
+            spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    if package is not None:
+        setattr(package, child, module)
 
 
 def forget(files: set[str], target_module: str) -> None:
@@ -115,7 +146,7 @@ def forget(files: set[str], target_module: str) -> None:
             del sys.modules[name]
 
 
-def build(spec: dict[str, Any], module: Any) -> list[Made]:
+def build(spec: dict[str, Any], module: Any, channel: Channel) -> list[Made]:
     torch.manual_seed(0)  # the same random inputs as the --repro-dir scripts
     shape = spec["shape"]
     if spec["kind"] == "function":
@@ -125,6 +156,10 @@ def build(spec: dict[str, Any], module: Any) -> list[Made]:
     factory = getattr(module, spec["attr"], None)
     if not callable(factory):
         raise TargetError(f"{spec['module']} has no callable `{spec['attr']}`")
+    timeout = getattr(factory, TIMEOUT_ATTRIBUTE, None)
+    if isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and timeout > 0:
+        channel.note(timeout=float(timeout))
+    channel.note(stage=f"calling the factory {spec['attr']}()")
     setup = f"fn, args, kwargs = _entry(mod.{spec['attr']}(), {{index}})"
     return [Made(t, setup=setup.format(index=i)) for i, t in enumerate(targets_from_factory(factory))]
 
@@ -159,20 +194,46 @@ def user_files(paths: list[str]) -> set[str]:
 
 
 def describe_error(error: BaseException, files: set[str]) -> str:
+    """One line: the type, where in the user's files, and the message; never raises (a
+    `__str__` that raises is reported by the type alone)."""
     frames = [f for f in traceback.extract_tb(error.__traceback__) if f.filename in files]
     where = f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""
-    text = str(error).strip().splitlines()
-    return f"{type(error).__name__}{where}: {text[0] if text else ''}".rstrip(": ")
+    if isinstance(error, SystemExit):
+        code = "" if error.code is None else repr(error.code)
+        return f"called sys.exit({code}){where}"
+    try:
+        lines = str(error).strip().splitlines()
+    except BaseException:
+        return f"{type(error).__name__}{where} (its message cannot be shown: str() raised)"
+    return f"{type(error).__name__}{where}: {lines[0] if lines else ''}".rstrip(": ")
 
 
-def break_record(brk: Break, files: set[str]) -> dict[str, Any]:
-    frame = brk.innermost(lambda f: f in files)
+def break_record(brk: Break) -> dict[str, Any]:
+    """The break at its innermost user frame (any file outside torch and the standard library),
+    the chain of user frames that led there (innermost first), and the library file it happened
+    in when it happened inside torch or the standard library."""
+    frames = [f for f in brk.frames or [Frame(brk.file, brk.line, "")] if library_of(f.file) != "compile-lint"]
+    user = [f for f in reversed(frames) if library_of(f.file) is None]
+    innermost = frames[-1] if frames else Frame(brk.file, brk.line, "")
+    library = library_of(innermost.file) or ""
     record = asdict(brk)
     del record["frames"]
-    record["user_file"] = os.path.realpath(frame.file) if frame else None
-    record["user_line"] = frame.line if frame else None
-    record["user_function"] = frame.function if frame else None
+    top = user[0] if user else None
+    record["user_file"] = os.path.realpath(top.file) if top else None
+    record["user_line"] = top.line if top else None
+    record["user_function"] = top.function if top else None
+    record["chain"] = [{"file": os.path.realpath(f.file), "line": f.line, "function": f.function} for f in user]
+    record["inside"] = {"library": library, "file": innermost.file, "line": innermost.line} if library else None
+    record["replayed_logging"] = bool(top and library and _replays_logging(top, innermost))
     return record
+
+
+def _replays_logging(user: Frame, innermost: Frame) -> bool:
+    """torch 2.14 replays a reorderable logging call after the graph, from the function's `def`
+    line, and logs breaks inside `logging` that cost no graph (shared/torch-2.14-notes.md)."""
+    in_logging = os.path.join("logging", "__init__.py") in innermost.file
+    header = linecache.getline(user.file, user.line).lstrip().startswith(("def ", "async def ", "@"))
+    return in_logging and header
 
 
 def graph_count() -> int:
@@ -186,7 +247,7 @@ def eager_lines(target: Target, files: set[str]) -> dict[str, list[int]]:
     return {os.path.realpath(f): sorted(lines) for f, lines in executed.items()}
 
 
-def run_target(made: Made, spec: dict[str, Any], files: set[str]) -> dict[str, Any]:
+def run_target(made: Made, spec: dict[str, Any], files: set[str], channel: Channel) -> dict[str, Any]:
     target, backend = made.target, spec["backend"]
     identity = code_identity(target.fn)
     result: dict[str, Any] = {
@@ -194,9 +255,10 @@ def run_target(made: Made, spec: dict[str, Any], files: set[str]) -> dict[str, A
         "covers": [os.path.realpath(identity[0]), identity[1]] if identity else None,
         "repro": {"setup": made.setup, "args": made.args, "kwargs": made.kwargs},
     }
+    channel.note(stage=f"running {target.name} eagerly")
     try:
         result["executed"] = eager_lines(target, files)
-    except Exception as error:
+    except USER_ERRORS as error:
         return {**result, "outcome": "raised", "error": describe_error(error, files)}
     torch._dynamo.reset()
     before = graph_count()
@@ -206,83 +268,109 @@ def run_target(made: Made, spec: dict[str, Any], files: set[str]) -> dict[str, A
         return fn(*args, **kwargs)
 
     names = parameter_names(target.fn)
-    with capture_dynamo_log() as log:
+    channel.note(stage=f"compiling {target.name} (backend {backend})")
+    with capture_dynamo_log(frozenset(files)) as log:
         try:
             call(target.args, target.kwargs)
-        except Exception as error:
+        except USER_ERRORS as error:
             return {**result, "outcome": "raised", "error": "under torch.compile: " + describe_error(error, files)}
+        log.traced_files = frozenset()  # the probes' calls do not say what the target's call traced
+        result["traced"] = {os.path.realpath(f): sorted(lines) for f, lines in log.traced.items()}
         result["graphs"] = graph_count() - before
-        result["breaks"] = [break_record(b, files) for b in log.breaks]
+        result["own_recompiles"] = len(log.recompiles)  # during the target's own call, before any probe
+        result["breaks"] = [break_record(b) for b in log.breaks]
+        channel.note(stage=f"probing {target.name} for recompiles")
         variations, every_call = probe_calls(call, target.args, target.kwargs, names, log)  # same compiled state
+        channel.note(stage=f"compiling {target.name} with fullgraph=True")
         result.update(fullgraph(target, backend, files) if log.breaks else {"one_graph": True, "fullgraph_error": ""})
         if not every_call:
+            channel.note(stage=f"probing {target.name} with dynamic sizes")
             variations += probe_sizes(call, unwrapped(target.fn), target.args, target.kwargs, names, log)
         result["recompiles"] = [{**asdict(v), "every_call": v.every_call} for v in variations]
     return {**result, "outcome": "ok"}
 
 
-def check_fix(made: Made, spec: dict[str, Any], files: set[str]) -> dict[str, Any]:
+def check_fix(made: Made, spec: dict[str, Any], files: set[str], channel: Channel) -> dict[str, Any]:
     """The fixed code's eager run (did the rewritten lines run?) and its break run."""
     target = made.target
     result: dict[str, Any] = {"name": target.name}
+    channel.note(stage=f"running the fixed {target.name} eagerly")
     try:
         result["executed"] = eager_lines(target, files)
-    except Exception as error:
+    except USER_ERRORS as error:
         return {**result, "outcome": "raised", "error": describe_error(error, files)}
     torch._dynamo.reset()
+    channel.note(stage=f"compiling the fixed {target.name}")
     with capture_dynamo_log() as log:
         try:
             compiled(target, spec["backend"])(*target.args, **target.kwargs)
-        except Exception as error:
+        except USER_ERRORS as error:
             return {**result, "outcome": "raised", "error": "under torch.compile: " + describe_error(error, files)}
-    return {**result, "outcome": "ok", "breaks": [break_record(b, files) for b in log.breaks]}
+    return {**result, "outcome": "ok", "breaks": [break_record(b) for b in log.breaks]}
 
 
 def fullgraph(target: Target, backend: str, files: set[str]) -> dict[str, Any]:
     torch._dynamo.reset()
     try:
         compiled(target, backend, fullgraph=True)(*target.args, **target.kwargs)
-    except Exception as error:
+    except USER_ERRORS as error:
         return {"one_graph": False, "fullgraph_error": describe_error(error, files)}
     return {"one_graph": True, "fullgraph_error": ""}
 
 
-def handle(request: dict[str, Any], settings: DynamoSettings) -> dict[str, Any]:
-    spec, fixed = request["target"], request.get("fixed")
+Run = Callable[[Made, dict[str, Any], set[str], Channel], dict[str, Any]]
+Job = Callable[[dict[str, Any], Context], dict[str, Any]]
+
+
+def confirm_job(request: dict[str, Any], context: Context) -> dict[str, Any]:
     files = user_files(request["files"])
-    if fixed is None:
-        return run_all(spec, settings, files, run_target)
+    spec = request["target"]
+    context.channel.note(stage=f"importing {spec['module']}")
+    try:
+        module = load(spec, context.states)
+    except USER_ERRORS as error:
+        return {"outcome": "error", "error": f"cannot import {spec['module']}: {describe_error(error, files)}"}
+    return run_all(spec, module, files, run_target, context.channel)
+
+
+def fix_check_job(request: dict[str, Any], context: Context) -> dict[str, Any]:
+    spec, fixed = request["target"], request["fixed"]
+    files = user_files(request["files"])
+    for name in (spec["module"], fixed["module"]):  # imported afresh, from the worker's state
+        context.states.forget(name)
     forget(files, spec["module"])
+    context.states.baseline.restore()
     try:
         try:
-            settings.load_fixed(fixed, spec["backend"])
-        except BaseException as error:
+            load_fixed(fixed, spec["backend"])
+            module = load(spec, None)
+        except USER_ERRORS as error:
             error_text = describe_error(error, files)
             return {"outcome": "error", "error": f"cannot import the fixed {fixed['module']}: {error_text}"}
-        return run_all(spec, settings, files, check_fix)
+        return run_all(spec, module, files, check_fix, context.channel)
     finally:
         forget(files, spec["module"])
+        for name in (spec["module"], fixed["module"]):
+            context.states.forget(name)
 
 
-Run = Callable[[Made, dict[str, Any], set[str]], dict[str, Any]]
+JOBS: dict[str, Job] = {"confirm": confirm_job, "fix-check": fix_check_job}
 
 
-def run_all(spec: dict[str, Any], settings: DynamoSettings, files: set[str], run: Run) -> dict[str, Any]:
-    """Import the target's module, make its targets and `run` each one."""
+def run_all(spec: dict[str, Any], module: Any, files: set[str], run: Run, channel: Channel) -> dict[str, Any]:
+    """Make the module's targets and `run` each one, each from the state the factory left."""
     try:
-        module = settings.load(spec)
-    except BaseException as error:
-        return {"outcome": "error", "error": f"cannot import {spec['module']}: {describe_error(error, files)}"}
-    try:
-        made = build(spec, module)
+        made = build(spec, module, channel)
     except NoInputs as error:
         return {"outcome": "not-run", "error": str(error)}
-    except Exception as error:
+    except USER_ERRORS as error:
         return {"outcome": "error", "error": f"factory {spec['attr']}: {describe_error(error, files)}"}
+    built = State.now()
     runs = []
     for one in made:
+        built.restore()
         try:
-            runs.append(run(one, spec, files))
+            runs.append(run(one, spec, files, channel))
         except MemoryError:
             runs.append({"name": one.target.name, "outcome": "raised", "error": "ran out of memory"})
         finally:
@@ -290,13 +378,27 @@ def run_all(spec: dict[str, Any], settings: DynamoSettings, files: set[str], run
     return {"outcome": "ok", "runs": runs}
 
 
+def handle(request: dict[str, Any], context: Context) -> dict[str, Any]:
+    """Run the request's job from a clean state; a failure of compile-lint itself is a reply too."""
+    job = request.get("job") or ("fix-check" if request.get("fixed") else "confirm")
+    context.states.baseline.restore()
+    try:
+        return JOBS[job](request, context)
+    except Exception as error:  # compile-lint's own bug costs this request, not the worker
+        return {"outcome": "error", "error": f"compile-lint internal error: {describe_error(error, set())}"}
+
+
 def serve(requests: TextIO, replies: TextIO) -> None:
-    replies.write(json.dumps({"ready": environment(os.environ.get("COMPILE_LINT_BACKEND", "eager"))}) + "\n")
-    replies.flush()
-    settings = DynamoSettings()
+    backend = os.environ.get("COMPILE_LINT_BACKEND", "eager")
+    channel = Channel(replies)
+    channel.send({"ready": environment(backend), "backend_error": backend_error(backend)})
+    context = Context(CleanStates(), channel)
     for line in requests:
-        replies.write(json.dumps(handle(json.loads(line), settings)) + "\n")
-        replies.flush()
+        reply = handle(json.loads(line), context)
+        try:
+            channel.send(reply)
+        except (TypeError, ValueError) as error:  # a value JSON cannot hold: say so, keep serving
+            channel.send({"outcome": "error", "error": f"compile-lint internal error: reply not sent: {error}"})
 
 
 def main() -> None:

@@ -63,7 +63,7 @@ class Workspace:
     # `documents` below: path -> text of each open document (a notebook: the source its code cells make).
     def items(self, documents: dict[str, str]) -> Items:
         """Every file of the open documents' import groups, with the open text in place of the disk's."""
-        on_disk = discover([str(self.root)]) if self.root is not None else []
+        on_disk = discover([str(self.root)], self.config) if self.root is not None else []
         items: dict[str, bytes] = {}
         for path in on_disk:
             if path.endswith(PYTHON_SUFFIXES):  # a notebook on disk is no module anything imports

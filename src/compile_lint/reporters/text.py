@@ -24,6 +24,11 @@ if TYPE_CHECKING:
     from compile_lint.project import Project
 
 STYLE = {"error": "bold red", "warning": "bold yellow", "info": "bold blue"}
+TARGET_LEGEND = (
+    "graphs: graphs compiled on the target's call; breaks: graph breaks Dynamo logged; one graph: whether "
+    "fullgraph=True compiles; recompiles: during the target's own call (the probe's deliberate ones are not counted)"
+)
+REPLAYED = "torch 2.14 replays reorderable logging calls after the graph"
 
 
 def _source_line(finding: Finding, cache: dict[str, Callable[[Finding], str | None]]) -> str | None:
@@ -73,7 +78,8 @@ def render_concise(console: Console, findings: list[Finding], files: int) -> Non
     console.print(summary_line(findings, files))
 
 
-def render(console: Console, findings: list[Finding], files: int) -> None:
+def render(console: Console, findings: list[Finding], files: int, unchecked: int = 0) -> None:
+    """The findings, then one summary line; `unchecked`: --confirm targets that did not run to the end."""
     sources: dict[str, Callable[[Finding], str | None]] = {}
     for finding in findings:
         head = _head(finding)
@@ -87,8 +93,10 @@ def render(console: Console, findings: list[Finding], files: int) -> None:
             end = finding.end_col if finding.end_line == finding.line else len(source) + 1
             width = max(1, end - finding.col)
             console.print(Text(" " * (len(gutter) + finding.col - 1) + "^" * width, style=STYLE[finding.severity]))
-        if finding.gb_codes:
-            pages = ", ".join(gb_reference(code) for code in finding.gb_codes)
+        observed = finding.details.get("observed_gb_code")
+        codes = [observed] if finding.status == "confirmed" and observed else finding.gb_codes
+        if codes:
+            pages = ", ".join(gb_reference(code) for code in codes)
             label = "observed" if finding.status in ("confirmed", "dynamic-only") else "predicts"
             console.print(Text(f"      = {label}: ", style="dim") + Text(pages), soft_wrap=True)
         if finding.fix:
@@ -100,8 +108,31 @@ def render(console: Console, findings: list[Finding], files: int) -> None:
             console.print(line, soft_wrap=True)
         if "fix_check" in finding.details:
             console.print(Text("      = ", style="dim") + fix_check_line(finding.details["fix_check"]), soft_wrap=True)
+        for label, note in confirm_notes(finding):
+            console.print(Text(f"      = {label}: ", style="dim") + Text(note), soft_wrap=True)
         console.print()
-    console.print(summary_line(findings, files))
+    console.print(summary_line(findings, files, unchecked))
+
+
+def confirm_notes(finding: Finding) -> list[tuple[str, str]]:
+    """What `--confirm` saw at a finding: why a line was not traced, the calls that led to a
+    break and Dynamo's explanation of one nobody predicted."""
+    details = finding.details
+    notes = []
+    if finding.status == "not-traced":
+        cause = details.get("not_traced_because")
+        because = (
+            f"after the break at {cause['file']}:{cause['line']} ({cause['observed_gb_code']} {cause['gb_type']})"
+            if cause
+            else "after an earlier break"
+        )
+        notes.append(("not traced", f"Dynamo ran this frame eagerly {because}; fix that one, then run again"))
+    chain = details.get("chain", [])
+    if finding.status in ("confirmed", "dynamic-only") and len(chain) > 1:
+        notes.append(("called from", " <- ".join(chain[1:])))
+    if finding.status == "dynamic-only" and details.get("explanation"):
+        notes.append(("explanation", details["explanation"]))
+    return notes
 
 
 def statistics(findings: list[Finding]) -> list[dict[str, Any]]:
@@ -136,7 +167,10 @@ def fix_check_line(check: dict[str, Any]) -> Text:
     return Text(f"fix checked ({check['fix']}): still breaks at {where}", style="red")
 
 
-def summary_line(findings: list[Finding], files: int) -> Text:
+def summary_line(findings: list[Finding], files: int, unchecked: int = 0) -> Text:
+    not_checked = f"; {unchecked} target{'s' * (unchecked != 1)} could not be checked (see below)" if unchecked else ""
+    if not findings and unchecked:
+        return Text(f"No findings in {files} file{'s' * (files != 1)}{not_checked}.", style="bold yellow")
     if not findings:
         return Text(f"All clear: no findings in {files} file{'s' * (files != 1)}.", style="bold green")
     counts = Counter(f.code for f in findings)
@@ -145,7 +179,7 @@ def summary_line(findings: list[Finding], files: int) -> Text:
     default = sum(f.path_condition == "default" for f in findings)
     return Text(
         f"Found {len(findings)} finding{plural} in {files} file{'s' * (files != 1)}, {default} on the default "
-        f"path ({detail}).",
+        f"path ({detail}){not_checked}.",
         style="bold",
     )
 
@@ -199,7 +233,8 @@ class ConfirmProgress:
 
 def render_confirm_summary(console: Console, targets: list[TargetReport], findings: list[Finding]) -> None:
     """Per-target table and notes, what the recompile probe saw, and the totals `--confirm` is about."""
-    per_target = Table(title="Targets run under torch.compile", title_justify="left")
+    per_target = Table(title="Targets run under torch.compile", title_justify="left", caption_justify="left")
+    per_target.caption = TARGET_LEGEND
     for column in ("target", "outcome", "graphs", "breaks", "one graph", "recompiles"):
         per_target.add_column(column, overflow="fold")
     for target in targets:
@@ -207,8 +242,7 @@ def render_confirm_summary(console: Console, targets: list[TargetReport], findin
         cells = ["", "", "", ""]
         if target.outcome == "ok":
             one_graph = "yes" if target.one_graph else "no"
-            recompiles = sum(v["recompiled_calls"] for v in target.recompiles)
-            cells = [str(target.graphs), str(target.breaks), one_graph, str(recompiles)]
+            cells = [str(target.graphs), str(target.breaks), one_graph, str(target.own_recompiles)]
         per_target.add_row(target.label, outcome, *cells)
     console.print(per_target)
     for target in targets:
@@ -216,6 +250,10 @@ def render_confirm_summary(console: Console, targets: list[TargetReport], findin
             console.print(Text(f"  {target.label}: {target.outcome}: {target.error}"), soft_wrap=True)
         elif target.fullgraph_error:
             note = f"  {target.label}: fullgraph=True stops at {target.fullgraph_error}"
+            console.print(Text(note, style="dim"), soft_wrap=True)
+        if target.replayed_logging:
+            count = target.replayed_logging
+            note = f"  {target.label}: {count} harmless breaks inside `logging` not counted: {REPLAYED}"
             console.print(Text(note, style="dim"), soft_wrap=True)
         for variation in target.recompiles:
             reason = f" ({variation['reasons'][0]})" if variation["reasons"] else ""
@@ -226,18 +264,20 @@ def render_confirm_summary(console: Console, targets: list[TargetReport], findin
             suggestion = Text("      = suggest: ", style="dim") + Text(variation["suggestion"], style="green")
             console.print(suggestion, soft_wrap=True)
     statuses = Counter(f.status for f in findings)
-    totals = Table(title="Summary", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
-    columns = ("targets", "graphs", "breaks", "confirmed", "refuted", "not run", "dynamic-only", "recompiles")
-    for column in columns:
-        totals.add_column(column, justify="right", no_wrap=True)
-    totals.add_row(
-        str(len(targets)),
-        str(sum(t.graphs for t in targets)),
-        str(sum(t.breaks for t in targets)),
-        str(statuses["confirmed"]),
-        str(statuses["not-reproduced"]),
-        str(statuses["not-run"]),
-        str(statuses["dynamic-only"]),
-        str(sum(v["recompiled_calls"] for t in targets for v in t.recompiles)),
-    )
+    totals = Table(title="Summary", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    for column, justify in (("", "left"), ("count", "right"), ("meaning", "left")):
+        totals.add_column(column, justify=justify)  # type: ignore[arg-type]  # rich's Literal
+    rows = [
+        ("targets", len(targets), "run under torch.compile"),
+        ("not checked", sum(t.outcome != "ok" for t in targets), "targets that did not run to the end (see above)"),
+        ("breaks", sum(t.breaks for t in targets), "graph breaks Dynamo logged"),
+        ("confirmed", statuses["confirmed"], "findings where Dynamo broke the graph"),
+        ("not reproduced", statuses["not-reproduced"], "findings Dynamo traced without a break"),
+        ("not traced", statuses["not-traced"], "findings that ran eagerly after an earlier break"),
+        ("not run", statuses["not-run"], "findings these inputs never reached"),
+        ("dynamic-only", statuses["dynamic-only"], "breaks and recompiles no rule predicted"),
+        ("recompiles", sum(t.own_recompiles for t in targets), "during the targets' own calls (not the probe's)"),
+    ]
+    for name, count, meaning in rows:
+        totals.add_row(name, str(count), Text(meaning, style="dim"))
     console.print(totals)

@@ -7,6 +7,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
@@ -16,6 +17,9 @@ from compile_lint.engine import build_project, lint
 from compile_lint.finding import Finding
 from compile_lint.fixes.codemods import Safety
 from compile_lint.reporters import github, json_report, sarif, text
+
+if TYPE_CHECKING:
+    from compile_lint.confirm.measure import MeasureOptions
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -68,6 +72,32 @@ def build_parser() -> argparse.ArgumentParser:
     confirm.add_argument("--backend", help="torch.compile backend (default: eager; detection is the same)")
     confirm.add_argument("--timeout", type=float, help="seconds per target (default: 120)")
     confirm.add_argument("--repro-dir", type=Path, metavar="DIR", help="write a script per confirmed break here")
+    measure = parser.add_argument_group(
+        "--timing / --coverage", "measure eager against compiled per target (imply --confirm; backend inductor)"
+    )
+    measure.add_argument(
+        "--timing", action="store_true", help="first call (compile + run), steady state, speed-up, new shapes, outputs"
+    )
+    measure.add_argument(
+        "--coverage",
+        action="store_true",
+        help="also profile a steady step: time in compiled graphs, gaps, breaks ranked by cost (implies --timing)",
+    )
+    measure.add_argument(
+        "--html", type=Path, metavar="DIR", help="write report.html and the profiler's Chrome trace (implies --coverage)"
+    )
+    measure.add_argument(
+        "--tolerance",
+        type=float,
+        nargs=2,
+        metavar=("RTOL", "ATOL"),
+        help="output agreement tolerance (default: torch.testing.assert_close's per-dtype defaults)",
+    )
+    measure.add_argument(
+        "--compile-mode",
+        choices=["default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"],
+        help="torch.compile mode for --timing (reduce-overhead: CUDA graphs on a GPU)",
+    )
     parser.add_argument("--version", action="version", version=f"compile-lint {__version__}")
     return parser
 
@@ -84,6 +114,8 @@ def _merge_cli(config: Config, args: argparse.Namespace) -> Config:
 
 def run_check(args: argparse.Namespace, console: Console) -> int:
     config = _merge_cli(load_config(args.paths), args)
+    if _measuring(args):
+        args.confirm = True
     if args.confirm or args.target or args.repro_dir or args.backend or args.timeout is not None:
         return run_confirm(args, config, console)
     if args.fix or args.unsafe_fixes or args.diff:
@@ -95,6 +127,24 @@ def run_check(args: argparse.Namespace, console: Console) -> int:
     result = lint(args.paths, config, jobs=jobs, use_cache=not args.no_cache)
     report(result.findings, result.files, args.format, console)
     return EXIT_FINDINGS if result.findings else EXIT_CLEAN
+
+
+def _measuring(args: argparse.Namespace) -> bool:
+    """--timing and what implies it: --coverage, --html, --tolerance, --compile-mode."""
+    return bool(args.timing or args.coverage or args.html or args.tolerance or args.compile_mode)
+
+
+def _measure_options(args: argparse.Namespace) -> MeasureOptions | None:
+    from compile_lint.confirm.measure import MeasureOptions
+
+    if not _measuring(args):
+        return None
+    return MeasureOptions(
+        coverage=bool(args.coverage or args.html),
+        tolerance=args.tolerance,
+        compile_mode=None if args.compile_mode in (None, "default") else args.compile_mode,
+        html_dir=args.html,
+    )
 
 
 def run_fixes(args: argparse.Namespace, config: Config, console: Console) -> int:
@@ -125,6 +175,7 @@ def run_fixes(args: argparse.Namespace, config: Config, console: Console) -> int
 def run_confirm(args: argparse.Namespace, config: Config, console: Console) -> int:
     from compile_lint.confirm.plan import UsageError
     from compile_lint.confirm.session import ConfirmOptions, confirm
+    from compile_lint.reporters import html, timing_text
 
     errors = Console(stderr=True)
     if not args.confirm or (args.timeout is not None and args.timeout <= 0):
@@ -146,6 +197,7 @@ def run_confirm(args: argparse.Namespace, config: Config, console: Console) -> i
         repro_dir=args.repro_dir,
         jobs=args.jobs or os.cpu_count() or 1,
         use_cache=not args.no_cache,
+        measure=_measure_options(args),
     )
     progress = text.ConfirmProgress(errors)
     try:
@@ -161,8 +213,13 @@ def run_confirm(args: argparse.Namespace, config: Config, console: Console) -> i
         report(result.findings, result.files, args.format, console)
     if args.format == "text":
         text.render_confirm_summary(console, result.targets, result.findings)
+        if options.measure is not None:
+            timing_text.render(console, result.targets)
         for script in result.repro_scripts:
             console.print(f"wrote {script}", markup=False, highlight=False)
+    if args.html:
+        page = html.write(args.html, result.targets, result.findings, result.environment)
+        (console if args.format == "text" else errors).print(f"wrote {page}", markup=False, highlight=False)
     remaining = [f for f in result.findings if f.status in ("confirmed", "dynamic-only", "not-reproduced")]
     return EXIT_FINDINGS if remaining else EXIT_CLEAN
 

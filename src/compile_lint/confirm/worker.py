@@ -250,6 +250,10 @@ def fullgraph(target: Target, backend: str, files: set[str]) -> dict[str, Any]:
 def handle(request: dict[str, Any], settings: DynamoSettings) -> dict[str, Any]:
     spec, fixed = request["target"], request.get("fixed")
     files = user_files(request["files"])
+    if "measure" in request:  # --timing / --coverage
+        from compile_lint.confirm.timing import measure  # imports this module: load it on first use
+
+        return measure(request, settings, files)
     if fixed is None:
         return run_all(spec, settings, files, run_target)
     forget(files, spec["module"])

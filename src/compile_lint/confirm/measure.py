@@ -161,7 +161,7 @@ def _fix_first(ranked: list[dict[str, Any]]) -> str:
     what = f"{finding['code']} ({finding['fix']})" if finding and finding["fix"] else brk["gb_type"]
     return (
         f"{brk['where']} {brk.get('gb_code') or ''}: {top['ms_per_step']:.3f} ms per step "
-        f"({top['share_of_step']:.0%} of the step) outside compiled graphs; fix: {what}"
+        f"({top['share_of_step']:.0%} of the step, {top['gaps_per_step']:g} gaps) outside compiled graphs; fix: {what}"
     )
 
 

@@ -21,7 +21,7 @@ from torch._guards import CompileContext
 from compile_lint.confirm.capture import DynamoLog
 from compile_lint.confirm.trace import STEP, Gap, Step, load_events, steps
 
-PROFILED_STEPS = 3
+PROFILED_STEPS = 5
 GAPS_SHOWN = 5
 MS = 1e-3  # trace microseconds to milliseconds
 
@@ -95,32 +95,35 @@ def coverage(call: Callable[[], object], trace_path: Path, breaks_by_id: dict[st
 
 
 def rank_breaks(profiled: list[Step], breaks_by_id: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each break's gap time per step, most expensive first; gaps with no break are left out."""
-    cost: dict[str, float] = {}
-    count: dict[str, int] = {}
-    ops: dict[str, dict[str, float]] = {}
+    """Each break's gap time per step, most expensive first. A break is its place and GB code: a
+    line that breaks in a loop resumes in a new frame (new compile id) each time, one break repeated.
+    Gaps with no break (region glue) are left out."""
+    cost: dict[tuple[Any, ...], float] = {}
+    count: dict[tuple[Any, ...], int] = {}
+    ops: dict[tuple[Any, ...], dict[str, float]] = {}
+    record: dict[tuple[Any, ...], dict[str, Any]] = {}
     for step in profiled:
         for gap in step.gaps:
-            if gap.compile_id not in breaks_by_id:
+            brk = breaks_by_id.get(gap.compile_id or "")
+            if brk is None:
                 continue
-            key = gap.compile_id
+            key = (brk.get("user_file") or brk["file"], brk.get("user_line") or brk["line"], brk["gb_type"])
+            record.setdefault(key, brk)
             cost[key] = cost.get(key, 0.0) + gap.duration
             count[key] = count.get(key, 0) + 1
             for name, us in gap.ops:
                 ops.setdefault(key, {})[name] = ops.get(key, {}).get(name, 0.0) + us
     steps_seen = len(profiled)
     step_us = statistics.mean(s.duration for s in profiled)
-    ranked = sorted(cost, key=lambda key: -cost[key])
     return [
         {
-            "compile_id": key,
-            "break": breaks_by_id[key],
+            "break": record[key],
             "ms_per_step": cost[key] / steps_seen * MS,
             "share_of_step": cost[key] / steps_seen / step_us if step_us else 0.0,
             "gaps_per_step": count[key] / steps_seen,
             "ops": [[name, us / steps_seen * MS] for name, us in sorted(ops.get(key, {}).items(), key=lambda i: -i[1])],
         }
-        for key in ranked
+        for key in sorted(cost, key=lambda key: -cost[key])
     ]
 
 

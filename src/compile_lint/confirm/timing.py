@@ -37,7 +37,7 @@ from compile_lint.confirm.worker import DynamoSettings, break_record, build, des
 WARMUP_CALLS = 3
 MIN_RUN_TIME = 1.0  # seconds of steady-state calls per mode
 NOISE = 0.10  # interquartile range / median above this: the steady-state figure is noisy
-SET_CALLS = 5  # timed calls per input set after its first one
+SET_CALLS = 20  # timed calls per input set after its first one
 OUT_OF_LINE = 2.0  # an input set this many times slower than a set at least as large is flagged
 MEMORY_JUMP_MB = 64.0  # RSS growth over one input set that is flagged
 MB = 1 << 20

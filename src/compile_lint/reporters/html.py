@@ -190,7 +190,8 @@ def breaks_table(ranked: list[dict[str, Any]]) -> str:
         ops = ", ".join(f"{escape(name)} {escape(ms(value))}" for name, value in item["ops"][:3])
         rows.append(
             f"<tr><td>{rank}</td><td>{escape(brk['where'])}</td><td>{escape(brk.get('gb_code') or '')} "
-            f"{escape(brk['gb_type'])}</td><td>{escape(ms(item['ms_per_step']))} ({item['share_of_step']:.0%})</td>"
+            f"{escape(brk['gb_type'])}</td><td>{escape(ms(item['ms_per_step']))} ({item['share_of_step']:.0%}), "
+            f"{item['gaps_per_step']:g} gaps</td>"
             f"<td>{ops}</td><td>{static}</td></tr>"
         )
     head = "<tr><th>#</th><th>break</th><th>GB</th><th>cost per step</th><th>eager ops</th><th>static finding</th></tr>"

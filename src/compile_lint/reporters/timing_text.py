@@ -139,7 +139,7 @@ def render_breaks(console: Console, target: TargetReport) -> None:
         table.add_row(
             str(rank),
             f"{brk['where']} {brk.get('gb_code') or ''} {brk['gb_type']}",
-            f"{ms(item['ms_per_step'])} ({item['share_of_step']:.0%})",
+            f"{ms(item['ms_per_step'])} ({item['share_of_step']:.0%}), {item['gaps_per_step']:g} gaps",
             ops,
             f"{finding['code']} [{finding['status']}]" if finding else "none",
         )

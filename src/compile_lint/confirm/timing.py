@@ -149,7 +149,7 @@ def setup(target: Target) -> dict[str, Any]:
     return {
         "inputs": [describe_tensor(t) for t in tensors],
         "autocast": torch.is_autocast_enabled(),
-        "training": [m.training for m in modules][:1] or None,
+        "training": modules[0].training if modules else None,
         "grad_enabled": torch.is_grad_enabled(),
         "threads": torch.get_num_threads(),
         "seed": 0,

@@ -8,6 +8,7 @@ system packages (`apt-get install -y chromium`, done by .ci/run).
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import shutil
@@ -100,10 +101,8 @@ class Browser:
         return parsed
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(RuntimeError, OSError):  # it may be gone already
             self.send("Browser.close")
-        except (RuntimeError, OSError):
-            pass
         try:
             self.process.wait(timeout=30)
         except subprocess.TimeoutExpired:

@@ -22,8 +22,8 @@ from fixture_support import ROOT
 
 pytest.importorskip("torch")
 
-from compile_lint.confirm.session import TargetReport  # noqa: E402
-from compile_lint.reporters import timing_text  # noqa: E402
+from compile_lint.confirm.session import TargetReport
+from compile_lint.reporters import timing_text
 
 pytestmark = [pytest.mark.dynamo, pytest.mark.slow]
 

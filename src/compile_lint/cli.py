@@ -84,7 +84,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="also profile a steady step: time in compiled graphs, gaps, breaks ranked by cost (implies --timing)",
     )
     measure.add_argument(
-        "--html", type=Path, metavar="DIR", help="write report.html and the profiler's Chrome trace (implies --coverage)"
+        "--html",
+        type=Path,
+        metavar="DIR",
+        help="write report.html and the profiler's Chrome trace there (implies --coverage)",
     )
     measure.add_argument(
         "--tolerance",

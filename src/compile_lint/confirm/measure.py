@@ -95,7 +95,9 @@ def _pair(
     """Each measured run with the --confirm report it belongs to (same label scheme)."""
     if reply["outcome"] != "ok":
         failed = {"outcome": reply["outcome"], "error": reply.get("error", "")}
-        return [(r, failed) for label, r in by_label.items() if label == spec.label or label.startswith(spec.label + " [")]
+        return [
+            (r, failed) for label, r in by_label.items() if label == spec.label or label.startswith(spec.label + " [")
+        ]
     pairs = []
     for run in reply["runs"]:
         if spec.kind != "factory":

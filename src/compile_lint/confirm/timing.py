@@ -71,7 +71,9 @@ def measure(request: dict[str, Any], settings: DynamoSettings, files: set[str]) 
             trace = Path(options["trace_dir"]) / f"trace-{os.getpid()}-{spec['attr']}-{index}.json"
             try:
                 targets = [one.target for one in group]
-                runs.append({**result, "outcome": "ok", **measure_target(targets, spec["backend"], options, files, trace)})
+                runs.append(
+                    {**result, "outcome": "ok", **measure_target(targets, spec["backend"], options, files, trace)}
+                )
             except Exception as error:
                 runs.append({**result, "outcome": "raised", "error": describe_error(error, files)})
             finally:
@@ -131,12 +133,12 @@ def measure_target(
 def compile_target(target: Target, backend: str, mode: str | None) -> Callable[..., Any]:
     """torch.compile with the measuring backend; under `reduce-overhead` (CUDA graphs) each call
     starts a new step, as torch.compiler.cudagraph_mark_step_begin() documents for loops."""
-    fn = torch.compile(original(target.fn), backend=backend, **({"mode": mode} if mode else {}))
+    fn: Callable[..., Any] = torch.compile(original(target.fn), backend=backend, mode=mode)
     if mode != "reduce-overhead":
         return fn
 
     def step(*args: Any, **kwargs: Any) -> Any:
-        torch.compiler.cudagraph_mark_step_begin()
+        torch.compiler.cudagraph_mark_step_begin()  # type: ignore[no-untyped-call]
         return fn(*args, **kwargs)
 
     return step
@@ -215,7 +217,8 @@ def compile_records(entries: list[Any]) -> list[dict[str, Any]]:
             "seconds": entry.entire_frame_compile_time_s or 0.0,
             "recompile_reason": entry.recompile_reason,
             "restart_reasons": sorted(r.splitlines()[0] for r in entry.restart_reasons or ()),
-            "cache_hits": (entry.inductor_fx_local_cache_hit_count or 0) + (entry.inductor_fx_remote_cache_hit_count or 0),
+            "cache_hits": (entry.inductor_fx_local_cache_hit_count or 0)
+            + (entry.inductor_fx_remote_cache_hit_count or 0),
             "cache_misses": (entry.inductor_fx_local_cache_miss_count or 0)
             + (entry.inductor_fx_remote_cache_miss_count or 0),
         }

@@ -82,7 +82,9 @@ def steady(f):
     for _ in range(3):  # warm-up
         f(*a, **k)
     # Timer's default num_threads=1 would change CPU results: use the process's thread count.
-    timer = benchmark.Timer("f(*a, **k)", globals={{"f": f, "a": a, "k": k}}, num_threads=torch.get_num_threads(), timer=clock)
+    timer = benchmark.Timer(
+        "f(*a, **k)", globals={{"f": f, "a": a, "k": k}}, num_threads=torch.get_num_threads(), timer=clock
+    )
     return timer.blocked_autorange(min_run_time=1.0)
 
 
@@ -98,7 +100,8 @@ compiled = torch.compile(fn, backend={backend!r}{mode_text})
 {step_begin}compiled_out, compiled_first = first_call(compiled)
 compile_s = sum(m.entire_frame_compile_time_s or 0.0 for m in get_compilation_metrics())
 steady_compiled = steady(compiled)
-print(f"eager:    first call {{eager_first * 1e3:.2f}} ms, median {{eager.median * 1e3:.4f}} ms (IQR {{eager.iqr * 1e3:.4f}})")
+print(f"eager:    first call {{eager_first * 1e3:.2f}} ms, "
+      f"median {{eager.median * 1e3:.4f}} ms (IQR {{eager.iqr * 1e3:.4f}})")
 print(f"compiled: first call {{compiled_first * 1e3:.2f}} ms ({{compile_s * 1e3:.0f}} ms compiling), "
       f"median {{steady_compiled.median * 1e3:.4f}} ms (IQR {{steady_compiled.iqr * 1e3:.4f}})")
 print(f"speed-up: {{eager.median / steady_compiled.median:.2f}}x")
@@ -108,7 +111,12 @@ print("outputs agree")
 
 
 def write_timing_script(
-    directory: Path, label: str, spec: TargetSpec, run: dict[str, Any], backend: str, options: MeasureOptions,
+    directory: Path,
+    label: str,
+    spec: TargetSpec,
+    run: dict[str, Any],
+    backend: str,
+    options: MeasureOptions,
     environment: dict[str, Any],
 ) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
@@ -141,7 +149,9 @@ def write_timing_script(
         module=spec.module,
         setup=repro["setup"],
         inputs=inputs,
-        tolerance="" if options.tolerance is None else f", rtol={options.tolerance[0]!r}, atol={options.tolerance[1]!r}",
+        tolerance=""
+        if options.tolerance is None
+        else f", rtol={options.tolerance[0]!r}, atol={options.tolerance[1]!r}",
     )
     path = directory / name
     path.write_text(text, encoding="utf-8")

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -175,8 +174,8 @@ def _top_ops(events: list[Event], start: float, end: float) -> list[tuple[str, f
         if top and top[-1].tid == event.tid and event.end <= top[-1].end:
             continue  # nested inside the previous top-level event
         top.append(event)
-    durations: Counter[str] = Counter()
+    durations: dict[str, float] = {}
     for event in top:
         if not REGION.match(event.name) and not is_graph(event.name):
-            durations[event.name] += event.duration
-    return durations.most_common(TOP_OPS)
+            durations[event.name] = durations.get(event.name, 0.0) + event.duration
+    return sorted(durations.items(), key=lambda item: -item[1])[:TOP_OPS]

@@ -26,7 +26,8 @@ STYLE = """
 body { font: 14px/1.4 system-ui, sans-serif; margin: 2em; color: #222; max-width: 1100px; }
 h1 { font-size: 1.5em; } h2 { font-size: 1.25em; margin-top: 2em; border-bottom: 1px solid #ccc; }
 h3 { font-size: 1.05em; margin-bottom: .3em; }
-table { border-collapse: collapse; margin: .5em 0; } td, th { border: 1px solid #ddd; padding: 3px 8px; text-align: left; }
+table { border-collapse: collapse; margin: .5em 0; }
+td, th { border: 1px solid #ddd; padding: 3px 8px; text-align: left; }
 th { background: #f4f4f4; } .bad { color: #b71c1c; font-weight: bold; } .good { color: #2e7d32; }
 .fix { background: #e8f5e9; padding: .5em 1em; border-left: 4px solid #2e7d32; }
 .muted { color: #666; } svg text { font: 12px system-ui, sans-serif; }
@@ -164,7 +165,9 @@ def timeline(data: dict[str, Any]) -> str:
         )
         if brk:
             shapes.append(f"<text x={x(gap['start_ms']):.1f} y=66>{number}</text>")
-            legend.append(f"<li>gap {number}: {escape(ms(gap['ms']))} at {escape(label)}; eager ops: {escape(ops)}</li>")
+            legend.append(
+                f"<li>gap {number}: {escape(ms(gap['ms']))} at {escape(label)}; eager ops: {escape(ops)}</li>"
+            )
     svg = f"<svg class=timeline width={WIDTH} height=72 role=img>{''.join(shapes)}</svg>"
     key = (
         f"<p class=muted><span style='color:{COLOURS['graph']}'>&#9632;</span> compiled graph "

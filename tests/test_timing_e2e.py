@@ -64,7 +64,7 @@ def broken(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Pa
 def fixed() -> dict[str, Any]:
     code, report, stderr = run_cli(FIXED, "--target", f"{FIXED}:make_one", "--coverage")
     assert code == 0, stderr  # no finding left: the fix removed the only one
-    return target(report, f"{FIXED}:make_one")
+    return target(report, f"{FIXED}:make_one [Block]")
 
 
 def test_coverage_shows_the_gap_at_the_break_line_joined_to_its_finding(

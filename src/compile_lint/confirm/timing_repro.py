@@ -61,7 +61,8 @@ def clock():
 def clone(value):
     if isinstance(value, torch.Tensor):
         copy = torch.empty_strided(value.size(), value.stride(), dtype=value.dtype, device=value.device)
-        return copy.copy_(value.detach()).requires_grad_(value.requires_grad) if value.is_leaf else copy
+        copy.copy_(value.detach())  # same strides: a non-contiguous input stays non-contiguous
+        return copy.requires_grad_(value.requires_grad) if value.is_leaf else copy
     if isinstance(value, (list, tuple)):
         return type(value)(clone(v) for v in value)
     if isinstance(value, dict):

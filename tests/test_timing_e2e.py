@@ -133,6 +133,21 @@ def test_the_fix_removes_the_gap_and_improves_the_speedup(
     assert [s["recompiled"] for s in grown] == [False, True, False]
 
 
+def test_a_training_step_is_measured_with_its_backward() -> None:
+    code, report, stderr = run_cli(
+        "fixtures/timing/_train.py", "--target", "fixtures/timing/_train.py:make", "--coverage"
+    )
+    assert code == 1, stderr  # `loss.backward()` inside the compiled step: a dynamic-only break
+    measured = target(report, "fixtures/timing/_train.py:make [train_step]")
+    timing, coverage = measured["timing"], measured["coverage"]
+    assert timing["agreement"]["ok"]  # the same weights for both first calls: the snapshot was restored
+    assert "train_step" in [f["code"] for f in timing["compiled"]["frames"]]
+    assert coverage["graphs_per_step"] >= 2  # the forward graph and CompiledFunctionBackward's graph
+    (backward,) = coverage["breaks"]
+    assert backward["break"]["where"] == "fixtures/timing/_train.py:15" and backward["break"]["gb_code"] == "GB0123"
+    assert backward["break"]["finding"]["code"] == "TCL801"
+
+
 def test_text_report_tables(broken: tuple[dict[str, Any], Path, Path]) -> None:
     console = Console(record=True, width=200)
     timing_text.render(console, [TargetReport(**broken[0])])

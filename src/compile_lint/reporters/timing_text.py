@@ -22,6 +22,11 @@ def ms(value: float | None) -> str:
     return f"{value * 1e3:.1f} us"
 
 
+def add_row(table: Table, *cells: str | Text) -> None:
+    """Cells as plain text: labels, guard reasons and statuses may hold `[...]`, which is not markup."""
+    table.add_row(*(Text(cell) if isinstance(cell, str) else cell for cell in cells))
+
+
 def render(console: Console, targets: list[TargetReport]) -> None:
     measured = [t for t in targets if t.timing is not None]
     if not measured:
@@ -46,7 +51,7 @@ def render_speed(console: Console, targets: list[TargetReport]) -> None:
     for target in targets:
         timing = target.timing or {}
         if "error" in timing:
-            table.add_row(target.label, "", "", "", "", "", "", Text("not measured", style="red"))
+            add_row(table, target.label, "", "", "", "", "", "", Text("not measured", style="red"))
             notes.append(Text(f"  {target.label}: {timing['error']}", style="red"))
             continue
         eager, compiled, agreement = timing["eager"], timing["compiled"], timing["agreement"]
@@ -54,7 +59,8 @@ def render_speed(console: Console, targets: list[TargetReport]) -> None:
         warm = timing["warm_compile"]
         agree = Text("agree", style="green") if agreement["ok"] else Text("DIFFER", style="bold red")
         speedup = Text(f"{timing['speedup']:.2f}x", style="green" if timing["speedup"] >= 1 else "red")
-        table.add_row(
+        add_row(
+            table,
             target.label,
             f"{timing['backend']} ({timing['mode']})",
             ms(eager["median_ms"]) + " ~" * eager["noisy"],
@@ -95,7 +101,7 @@ def render_input_sets(console: Console, label: str, rows: list[dict[str, Any]]) 
             memory += f", device peak {row['device_peak_mb']:.0f} MB"
         flags = Text(", ".join(row["flags"]) or "ok", style="red" if row["flags"] else "green")
         inputs = "; ".join(row["inputs"]) + (f" ({row['error']})" if "error" in row else "")
-        table.add_row(
+        add_row(table, 
             f"#{row['index']}", inputs, ms(row["first_ms"]), recompiled, ms(row["median_ms"]),
             str(row["cache_entries"]), memory, flags,
         )  # fmt: skip
@@ -109,10 +115,11 @@ def render_coverage(console: Console, targets: list[TargetReport]) -> None:
     for target in targets:
         coverage = target.coverage or {}
         if "error" in coverage:
-            table.add_row(target.label, Text(coverage["error"], style="red"), "", "", "", "", "")
+            add_row(table, target.label, Text(coverage["error"], style="red"), "", "", "", "", "")
             continue
         shares = coverage["shares"]
-        table.add_row(
+        add_row(
+            table,
             target.label,
             ms(coverage["step_ms"]),
             f"{shares['compiled']:.0%}",
@@ -136,7 +143,8 @@ def render_breaks(console: Console, target: TargetReport) -> None:
         brk = item["break"]
         finding = brk.get("finding")
         ops = ", ".join(f"{name} {ms(value)}" for name, value in item["ops"][:3])
-        table.add_row(
+        add_row(
+            table,
             str(rank),
             f"{brk['where']} {brk.get('gb_code') or ''} {brk['gb_type']}",
             f"{ms(item['ms_per_step'])} ({item['share_of_step']:.0%}), {item['gaps_per_step']:g} gaps",

@@ -2,12 +2,11 @@
 
 Per target (the entries of a factory that share one callable are its input sets): the first call
 of each mode, split into compile and run from Dynamo's compilation metrics; the steady state
-(warm-up, then `torch.utils.benchmark.Timer` with the process's thread count and a clock that
-synchronises the device); whether the outputs agree (`torch.testing.assert_close`); a profiled
-steady step (coverage); every input set in turn on the same compiled function (recompiles, cache
-entries, memory, latency); last, a second compile after `torch._dynamo.reset()`, which finds
-inductor's caches warm. Eager runs use `set_stance("force_eager")`, so nested compiled code runs
-eagerly too.
+(warm-up, then single calls between two clock reads that synchronise the device); whether the
+outputs agree (`torch.testing.assert_close`); a profiled steady step (coverage); every input set
+in turn on the same compiled function (recompiles, cache entries, memory, latency); last, a second
+compile after `torch._dynamo.reset()`, which finds inductor's caches warm. Eager runs use
+`set_stance("force_eager")`, so nested compiled code runs eagerly too.
 """
 
 from __future__ import annotations
@@ -25,7 +24,6 @@ from typing import Any
 import torch
 import torch._dynamo
 from torch._dynamo.utils import clear_compilation_metrics, get_compilation_metrics
-from torch.utils import benchmark
 
 from compile_lint.confirm.capture import DynamoLog, capture_dynamo_log
 from compile_lint.confirm.inputs import Made, NoInputs, unwrapped
@@ -36,6 +34,7 @@ from compile_lint.confirm.worker import DynamoSettings, break_record, build, des
 
 WARMUP_CALLS = 3
 MIN_RUN_TIME = 1.0  # seconds of steady-state calls per mode
+MIN_CALLS, MAX_CALLS = 10, 100_000
 NOISE = 0.10  # interquartile range / median above this: the steady-state figure is noisy
 SET_CALLS = 20  # timed calls per input set after its first one
 OUT_OF_LINE = 2.0  # an input set this many times slower than a set at least as large is flagged
@@ -180,23 +179,26 @@ def synced_clock() -> float:
 
 
 def steady(fn: Callable[..., Any], target: Target) -> dict[str, Any]:
-    """Median and spread over at least MIN_RUN_TIME of calls after a warm-up."""
+    """Median and spread of single calls, each between two synchronised clock reads, over at least
+    MIN_RUN_TIME after a warm-up. One call per sample, not blocks of calls as
+    `torch.utils.benchmark.Timer` takes: on a shared machine a long block is likely to be preempted,
+    a single call much less (and the Timer's default of one thread would change CPU results)."""
     args, kwargs = clone((target.args, target.kwargs))
     for _ in range(WARMUP_CALLS):
         fn(*args, **kwargs)
-    timer = benchmark.Timer(
-        stmt="fn(*args, **kwargs)",
-        globals={"fn": fn, "args": args, "kwargs": kwargs},
-        num_threads=torch.get_num_threads(),  # the Timer's default of 1 thread changes CPU results
-        timer=synced_clock,
-    )
-    measurement = timer.blocked_autorange(min_run_time=MIN_RUN_TIME)
-    median, iqr = measurement.median, measurement.iqr
+    times: list[float] = []
+    deadline = time.perf_counter() + MIN_RUN_TIME
+    while len(times) < MIN_CALLS or (time.perf_counter() < deadline and len(times) < MAX_CALLS):
+        start = synced_clock()
+        fn(*args, **kwargs)
+        times.append(synced_clock() - start)
+    first, _, third = statistics.quantiles(times, n=4)
+    median = statistics.median(times)
     return {
         "median_ms": median * 1e3,
-        "iqr_ms": iqr * 1e3,
-        "calls": len(measurement.times) * measurement.number_per_run,
-        "noisy": median > 0 and iqr / median > NOISE,
+        "iqr_ms": (third - first) * 1e3,
+        "calls": len(times),
+        "noisy": median > 0 and (third - first) / median > NOISE,
     }
 
 

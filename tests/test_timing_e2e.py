@@ -32,7 +32,8 @@ ARTIFACTS = ROOT / "test-artifacts"  # ignored by git; CI keeps the screenshot h
 STEADIER = {**os.environ, "OMP_NUM_THREADS": "1"}  # one thread per worker: less noise on a shared 2-core box
 
 
-def run_cli(*args: str) -> tuple[int, dict[str, Any], str]:
+def run_cli(name: str, *args: str) -> tuple[int, dict[str, Any], str]:
+    """The CLI's JSON report, also kept as test-artifacts/<name>.json (the measured figures)."""
     process = subprocess.run(
         [sys.executable, "-m", "compile_lint.cli", "--no-cache", "--format", "json", "--timeout", "600", *args],
         cwd=ROOT,
@@ -43,6 +44,8 @@ def run_cli(*args: str) -> tuple[int, dict[str, Any], str]:
         env=STEADIER,
     )
     assert process.stdout.strip(), process.stderr
+    ARTIFACTS.mkdir(exist_ok=True)
+    (ARTIFACTS / f"{name}.json").write_text(process.stdout, encoding="utf-8")
     return process.returncode, json.loads(process.stdout), process.stderr
 
 
@@ -55,14 +58,16 @@ def target(report: dict[str, Any], label: str) -> dict[str, Any]:
 def broken(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Path, Path]:
     out = tmp_path_factory.mktemp("timing")
     html, repro = out / "html", out / "repro"
-    code, report, stderr = run_cli(BROKEN, "--target", f"{BROKEN}:make", "--html", str(html), "--repro-dir", str(repro))
+    code, report, stderr = run_cli(
+        "timing-broken", BROKEN, "--target", f"{BROKEN}:make", "--html", str(html), "--repro-dir", str(repro)
+    )
     assert code == 1, stderr  # the break is confirmed
     return target(report, f"{BROKEN}:make [#0 Block]"), html, repro
 
 
 @pytest.fixture(scope="module")
 def fixed() -> dict[str, Any]:
-    code, report, stderr = run_cli(FIXED, "--target", f"{FIXED}:make_one", "--coverage")
+    code, report, stderr = run_cli("timing-fixed", FIXED, "--target", f"{FIXED}:make_one", "--coverage")
     assert code == 0, stderr  # no finding left: the fix removed the only one
     return target(report, f"{FIXED}:make_one [Block]")
 

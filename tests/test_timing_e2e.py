@@ -139,7 +139,7 @@ def test_the_fix_removes_the_gap_and_improves_the_speedup(
 
 def test_a_training_step_is_measured_with_its_backward() -> None:
     code, report, stderr = run_cli(
-        "fixtures/timing/_train.py", "--target", "fixtures/timing/_train.py:make", "--coverage"
+        "timing-train", "fixtures/timing/_train.py", "--target", "fixtures/timing/_train.py:make", "--coverage"
     )
     assert code == 1, stderr  # `loss.backward()` inside the compiled step: a dynamic-only break
     measured = target(report, "fixtures/timing/_train.py:make [train_step]")

@@ -72,14 +72,13 @@ def coverage(call: Callable[[], object], trace_path: Path, breaks_by_id: dict[st
     if not profiled:
         return {"error": "the profiler recorded no step (no events)"}
     typical = sorted(profiled, key=lambda s: s.duration)[len(profiled) // 2]
-    step_us = statistics.mean(s.duration for s in profiled)
 
     def share(part: Callable[[Step], float]) -> float:
         return statistics.mean(part(s) / s.duration for s in profiled if s.duration > 0)
 
     return {
         "steps": len(profiled),
-        "step_ms": step_us * MS,
+        "step_ms": typical.duration * MS,  # the median step: one preempted step must not skew it
         "shares": {
             "compiled": share(lambda s: s.in_graphs),
             "in_regions_eager": share(lambda s: s.in_regions_eager),
@@ -114,12 +113,12 @@ def rank_breaks(profiled: list[Step], breaks_by_id: dict[str, dict[str, Any]]) -
             for name, us in gap.ops:
                 ops.setdefault(key, {})[name] = ops.get(key, {}).get(name, 0.0) + us
     steps_seen = len(profiled)
-    step_us = statistics.mean(s.duration for s in profiled)
+    all_steps_us = sum(s.duration for s in profiled)
     return [
         {
             "break": record[key],
             "ms_per_step": cost[key] / steps_seen * MS,
-            "share_of_step": cost[key] / steps_seen / step_us if step_us else 0.0,
+            "share_of_step": cost[key] / all_steps_us if all_steps_us else 0.0,
             "gaps_per_step": count[key] / steps_seen,
             "ops": [[name, us / steps_seen * MS] for name, us in sorted(ops.get(key, {}).items(), key=lambda i: -i[1])],
         }

@@ -20,6 +20,7 @@ from compile_lint.fixes.codemods import Safety
 from compile_lint.reporters import github, json_report, sarif, text
 
 if TYPE_CHECKING:
+    from compile_lint.confirm.measure import MeasureOptions
     from compile_lint.confirm.session import ConfirmOptions, ConfirmResult, Progress
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -147,6 +148,35 @@ def build_parser() -> argparse.ArgumentParser:
         help="stop a target whose worker uses more memory (default: 70%% of the machine's, shared by -j workers)",
     )
     confirm.add_argument("--repro-dir", type=Path, metavar="DIR", help="write a script per confirmed break here")
+    measure = parser.add_argument_group(
+        "--timing / --coverage", "measure eager against compiled per target (imply --confirm; backend inductor)"
+    )
+    measure.add_argument(
+        "--timing", action="store_true", help="first call (compile + run), steady state, speed-up, new shapes, outputs"
+    )
+    measure.add_argument(
+        "--coverage",
+        action="store_true",
+        help="also profile a steady step: time in compiled graphs, gaps, breaks ranked by cost (implies --timing)",
+    )
+    measure.add_argument(
+        "--html",
+        type=Path,
+        metavar="DIR",
+        help="write report.html and the profiler's Chrome trace there (implies --coverage)",
+    )
+    measure.add_argument(
+        "--tolerance",
+        type=float,
+        nargs=2,
+        metavar=("RTOL", "ATOL"),
+        help="output agreement tolerance (default: torch.testing.assert_close's per-dtype defaults)",
+    )
+    measure.add_argument(
+        "--compile-mode",
+        choices=["default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"],
+        help="torch.compile mode for --timing (reduce-overhead: CUDA graphs on a GPU)",
+    )
     parser.add_argument("--version", action="version", version=f"compile-lint {__version__}")
     return parser
 
@@ -186,7 +216,7 @@ def _run_check(args: argparse.Namespace, console: Console) -> int:
     config = _merge_cli(load_config(args.paths), args)
     if args.add_noqa:
         return run_add_noqa(args, config, console)
-    args.confirm = args.confirm or args.confirm_notebooks
+    args.confirm = args.confirm or args.confirm_notebooks or _measuring(args)
     if args.confirm or any(getattr(args, name) is not None for name in CONFIRM_ONLY):
         return run_confirm(args, config, console)
     if args.fix or args.unsafe_fixes or args.diff:
@@ -224,6 +254,24 @@ def run_add_noqa(args: argparse.Namespace, config: Config, console: Console) -> 
         console.print(f"compile-lint: {problem}", style="yellow", markup=False, highlight=False, soft_wrap=True)
     console.print(f"Added {written} noqa code{'s' * (written != 1)} in {files} file{'s' * (files != 1)}.")
     return EXIT_ERROR if added.errors else EXIT_CLEAN
+
+
+def _measuring(args: argparse.Namespace) -> bool:
+    """--timing and what implies it: --coverage, --html, --tolerance, --compile-mode."""
+    return bool(args.timing or args.coverage or args.html or args.tolerance or args.compile_mode)
+
+
+def _measure_options(args: argparse.Namespace) -> MeasureOptions | None:
+    from compile_lint.confirm.measure import MeasureOptions
+
+    if not _measuring(args):
+        return None
+    return MeasureOptions(
+        coverage=bool(args.coverage or args.html),
+        tolerance=args.tolerance,
+        compile_mode=None if args.compile_mode in (None, "default") else args.compile_mode,
+        html_dir=args.html,
+    )
 
 
 def run_fixes(args: argparse.Namespace, config: Config, console: Console) -> int:
@@ -270,6 +318,7 @@ def run_confirm(args: argparse.Namespace, config: Config, console: Console) -> i
     from compile_lint.confirm.plan import UsageError
     from compile_lint.confirm.runner import default_memory_limit
     from compile_lint.confirm.session import ConfirmOptions, confirm
+    from compile_lint.reporters import html, timing_text
 
     errors = Console(stderr=True)
     problem = _confirm_usage_problem(args)
@@ -288,6 +337,7 @@ def run_confirm(args: argparse.Namespace, config: Config, console: Console) -> i
         repro_dir=args.repro_dir,
         jobs=jobs,
         use_cache=not args.no_cache,
+        measure=_measure_options(args),
     )
     progress = text.ConfirmProgress(errors)
     try:
@@ -304,10 +354,15 @@ def run_confirm(args: argparse.Namespace, config: Config, console: Console) -> i
     elif args.format == "text":
         text.render(console, result.findings, result.files, unchecked=len(unchecked))
         text.render_confirm_summary(console, result.targets, result.findings)
+        if options.measure is not None:
+            timing_text.render(console, result.targets)
         for script in result.repro_scripts:
             console.print(f"wrote {script}", markup=False, highlight=False)
     else:
         report(result.findings, result.files, args.format, console)
+    if args.html:
+        page = html.write(args.html, result.targets, result.findings, result.environment)
+        (console if args.format == "text" else errors).print(f"wrote {page}", markup=False, highlight=False)
     if unchecked:
         if args.format != "text":  # the text summary lists them already
             names = ", ".join(f"{t.label} ({t.outcome})" for t in unchecked)

@@ -19,6 +19,7 @@ from compile_lint.config import Config
 from compile_lint.confirm import GIVE_INPUTS
 from compile_lint.confirm.fix_check import check_fixes
 from compile_lint.confirm.match import Observed, match
+from compile_lint.confirm.measure import Measured, MeasureOptions, measure_all
 from compile_lint.confirm.plan import TargetSpec, Unrunnable, UsageError, automatic_specs, explicit_specs
 from compile_lint.confirm.repro import write_all
 from compile_lint.confirm.runner import GB, Limits, WorkerPool
@@ -39,6 +40,7 @@ class ConfirmOptions:
     repro_dir: Path | None = None
     jobs: int = 1
     use_cache: bool = True
+    measure: MeasureOptions | None = None  # --timing / --coverage
 
 
 @dataclass
@@ -55,6 +57,8 @@ class TargetReport:
     one_graph: bool | None = None
     fullgraph_error: str = ""
     recompiles: list[dict[str, Any]] = field(default_factory=list)
+    timing: dict[str, Any] | None = None  # --timing (see measure.py)
+    coverage: dict[str, Any] | None = None  # --coverage
 
 
 @dataclass
@@ -124,13 +128,17 @@ def confirm(paths: list[str], config: Config, options: ConfirmOptions, progress:
         matched = match(static, observed, linted)
         check_fixes(((finding, run) for finding, _, run in matched.confirmed_by), spec_of_run, pools[0].run, request)
         versions = pools[0].describe()
+        measured = Measured()
+        if options.measure is not None:
+            pools[0].close()  # measuring runs in a fresh worker: free this one's memory first
+            measured = measure_all(spec_of_run, reports, matched.findings, options, linted)
     finally:
         for pool in pools:
             pool.close()
     result = ConfirmResult(matched.findings, len(files), reports, {**versions, "targets": [vars(r) for r in reports]})
     if options.repro_dir is not None:
         confirmed = [(finding, brk, runs[run]) for finding, brk, run in matched.confirmed_by]
-        result.repro_scripts = write_all(options.repro_dir, confirmed, versions)
+        result.repro_scripts = write_all(options.repro_dir, confirmed, versions) + measured.scripts
     return result
 
 

@@ -354,7 +354,14 @@ def fix_check_job(request: dict[str, Any], context: Context) -> dict[str, Any]:
             context.states.forget(name)
 
 
-JOBS: dict[str, Job] = {"confirm": confirm_job, "fix-check": fix_check_job}
+def measure_job(request: dict[str, Any], context: Context) -> dict[str, Any]:
+    """--timing / --coverage."""
+    from compile_lint.confirm.timing import measure  # imports this module: load it on first use
+
+    return measure(request, context)
+
+
+JOBS: dict[str, Job] = {"confirm": confirm_job, "fix-check": fix_check_job, "measure": measure_job}
 
 
 def run_all(spec: dict[str, Any], module: Any, files: set[str], run: Run, channel: Channel) -> dict[str, Any]:

@@ -1,0 +1,114 @@
+"""The --timing / --coverage reporters on a hand-made measurement (no torch needed)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from compile_lint.cli import build_parser
+from compile_lint.confirm.measure import MeasureOptions, slug
+from compile_lint.confirm.session import TargetReport
+from compile_lint.finding import Finding
+from compile_lint.reporters import html, timing_text
+
+BREAK = {
+    "file": "/src/model.py",
+    "line": 19,
+    "gb_code": "GB0124",
+    "gb_type": "Unsupported Tensor.item() call with capture_scalar_outputs=False",
+    "user_file": "/src/model.py",
+    "user_line": 19,
+    "where": "model.py:19",
+    "finding": {
+        "code": "TCL101",
+        "message": "`.item()` breaks",
+        "status": "confirmed",
+        "fix": "keep a tensor",
+        "where": "model.py:19",
+    },
+}
+
+
+def speed(median: float, **extra: Any) -> dict[str, Any]:
+    return {"first_ms": median * 3, "median_ms": median, "iqr_ms": median / 50, "calls": 100, "noisy": False, **extra}
+
+
+def measured(label: str = "model.py:make [Block]") -> TargetReport:
+    gap = {"start_ms": 0.4, "ms": 0.2, "compile_id": "0/0", "break": BREAK, "ops": [["aten::item", 0.01]]}
+    input_set = {
+        "index": 0, "inputs": ["float32[0, 64] cpu"], "elements": 0, "first_ms": 5.0, "median_ms": None,
+        "recompiled": True, "compile_ms": 4.0, "recompile_reasons": ["0/0: tensor 'x' size mismatch"],
+        "recompile_limit_hit": False, "cache_entries": 3, "rss_mb": 400.0, "rss_growth_mb": 1.0,
+        "peak_rss_growth_mb": 0.0, "device_peak_mb": None, "flags": ["raised"], "error": "RuntimeError: <empty>",
+    }  # fmt: skip
+    timing = {
+        "eager": speed(1.0),
+        "compiled": speed(0.5, compile_ms=900.0, run_ms=1.0, cache="cold", frames=[]),
+        "speedup": 2.0,
+        "breaks": 1,
+        "agreement": {"ok": False, "message": "Mismatched <b>", "tolerance": "per-dtype defaults",
+                      "max_abs_error": 0.1, "max_rel_error": 0.2},
+        "warm_compile": {"first_ms": 50.0, "compile_ms": 40.0, "cache": "warm"},
+        "input_sets": [input_set],
+        "backend": "inductor",
+        "mode": "default",
+    }  # fmt: skip
+    coverage = {
+        "step_ms": 1.0,
+        "shares": {"compiled": 0.6, "in_regions_eager": 0.3, "outside_regions": 0.1},
+        "graphs_per_step": 2,
+        "region_entries_per_step": 2,
+        "gaps": [gap],
+        "breaks": [
+            {
+                "break": BREAK,
+                "ms_per_step": 0.2,
+                "share_of_step": 0.2,
+                "gaps_per_step": 1,
+                "ops": [["aten::item", 0.01]],
+            }
+        ],
+        "timeline": {
+            "step_ms": 1.0,
+            "graphs": [[0.1, 0.4], [0.6, 0.9]],
+            "regions": [["0/0", 0.05, 0.95]],
+            "gaps": [gap],
+        },
+        "fix_first": "model.py:19 GB0124: 0.200 ms per step",
+        "trace": f"trace-{slug(label)}.json",
+    }
+    return TargetReport(label, "ok", timing=timing, coverage=coverage)
+
+
+def test_text_tables_show_speed_sets_coverage_and_the_break_to_fix_first() -> None:
+    console = Console(record=True, width=220)
+    timing_text.render(console, [measured(), TargetReport("other", "ok", timing={"error": "timed-out: after 600 s"})])
+    text = console.export_text()
+    assert "2.00x" in text and "DIFFER" in text and "900 ms compile, cold" in text and "40.00 ms (warm)" in text
+    assert "RuntimeError: <empty>" in text and "raised" in text
+    assert "60%" in text and "fix first: model.py:19 GB0124" in text and "TCL101 [confirmed]" in text
+    assert "other: timed-out: after 600 s" in text
+
+
+def test_html_page_is_self_contained_and_escaped(tmp_path: Path) -> None:
+    finding = Finding("model.py", 19, 17, 19, 30, "TCL101", "`.item()` <breaks>", status="confirmed")
+    page = html.write(tmp_path / "out", [measured()], [finding], {"python": "3.11", "torch": "2.13.0"})
+    text = page.read_text()
+    assert "<script" not in text and not re.search(r"(src|href)=['\"]?https?:", text)
+    assert "Mismatched &lt;b&gt;" in text and "&lt;breaks&gt;" in text
+    assert text.count("class=bar ") == 3 and "class=timeline" in text and "gap 1: " in text
+    assert "trace-model_py_make_Block.json" in text
+
+
+def test_timing_options_imply_confirm_and_measure_options() -> None:
+    from compile_lint.cli import _measure_options
+
+    args = build_parser().parse_args(
+        ["src", "--html", "out", "--tolerance", "1e-3", "1e-5", "--compile-mode", "default"]
+    )
+    options = _measure_options(args)
+    assert options == MeasureOptions(coverage=True, tolerance=[1e-3, 1e-5], compile_mode=None, html_dir=Path("out"))
+    assert _measure_options(build_parser().parse_args(["src", "--confirm"])) is None

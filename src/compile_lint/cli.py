@@ -68,6 +68,12 @@ def build_parser() -> argparse.ArgumentParser:
     confirm.add_argument("--backend", help="torch.compile backend (default: eager; detection is the same)")
     confirm.add_argument("--timeout", type=float, help="seconds per target (default: 120)")
     confirm.add_argument("--repro-dir", type=Path, metavar="DIR", help="write a script per confirmed break here")
+    confirm.add_argument(
+        "--deep",
+        action="store_true",
+        help="also the checks that compile each target again: a fullgraph=True run, recompiles with dynamic "
+        "sizes, and whether each automatic fix removes its break (about twice the time)",
+    )
     parser.add_argument("--version", action="version", version=f"compile-lint {__version__}")
     return parser
 
@@ -84,7 +90,7 @@ def _merge_cli(config: Config, args: argparse.Namespace) -> Config:
 
 def run_check(args: argparse.Namespace, console: Console) -> int:
     config = _merge_cli(load_config(args.paths), args)
-    if args.confirm or args.target or args.repro_dir or args.backend or args.timeout is not None:
+    if args.confirm or args.target or args.repro_dir or args.backend or args.deep or args.timeout is not None:
         return run_confirm(args, config, console)
     if args.fix or args.unsafe_fixes or args.diff:
         return run_fixes(args, config, console)
@@ -128,7 +134,7 @@ def run_confirm(args: argparse.Namespace, config: Config, console: Console) -> i
 
     errors = Console(stderr=True)
     if not args.confirm or (args.timeout is not None and args.timeout <= 0):
-        message = "compile-lint: --target, --backend, --timeout (> 0) and --repro-dir need --confirm"
+        message = "compile-lint: --target, --backend, --timeout (> 0), --repro-dir and --deep need --confirm"
         errors.print(message, soft_wrap=True)
         return EXIT_ERROR
     if args.fix or args.unsafe_fixes or args.diff:
@@ -146,6 +152,7 @@ def run_confirm(args: argparse.Namespace, config: Config, console: Console) -> i
         repro_dir=args.repro_dir,
         jobs=args.jobs or os.cpu_count() or 1,
         use_cache=not args.no_cache,
+        deep=args.deep,
     )
     progress = text.ConfirmProgress(errors)
     try:

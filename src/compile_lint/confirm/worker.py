@@ -3,8 +3,9 @@
 Requests and replies are JSON lines on private copies of stdin/stdout; the user's code sees
 /dev/null as stdin and prints to stderr, so neither `input()` nor `print` can touch the protocol.
 Per target: an eager run traced line by line (which lines ran), the break run under the
-graph-break log, a `fullgraph=True` run, and the recompile probe. A fix check loads one fixed
-file by path under its module's name and runs only the eager and break runs.
+graph-break log and the recompile probe; with `--deep`, also a `fullgraph=True` run and the
+dynamic-size probe. A fix check loads one fixed file by path under its module's name and runs
+only the eager and break runs.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from compile_lint.confirm.inputs import (
     parameter_names,
     unwrapped,
 )
-from compile_lint.confirm.probe import probe_calls, probe_sizes
+from compile_lint.confirm.probe import probe_calls, probe_dtypes, probe_sizes
 from compile_lint.confirm.targets import Target, TargetError, compiled, targets_from_factory
 
 LOGGING = "graph_breaks and recompiles artifacts via torch._logging.set_logs, captured by handlers"
@@ -214,9 +215,14 @@ def run_target(made: Made, spec: dict[str, Any], files: set[str]) -> dict[str, A
         result["graphs"] = graph_count() - before
         result["breaks"] = [break_record(b, files) for b in log.breaks]
         variations, every_call = probe_calls(call, target.args, target.kwargs, names, log)  # same compiled state
-        result.update(fullgraph(target, backend, files) if log.breaks else {"one_graph": True, "fullgraph_error": ""})
+        deep = spec.get("deep", False)  # the probes that compile again: --deep
         if not every_call:
-            variations += probe_sizes(call, unwrapped(target.fn), target.args, target.kwargs, names, log)
+            variations += probe_dtypes(call, unwrapped(target.fn), target.args, target.kwargs, names, log, deep)
+        result.update({"one_graph": None if log.breaks else True, "fullgraph_error": ""})
+        if deep and log.breaks:
+            result.update(fullgraph(target, backend, files))
+        if deep and not every_call:
+            variations += probe_sizes(call, target.args, target.kwargs, names, log)
         result["recompiles"] = [{**asdict(v), "every_call": v.every_call} for v in variations]
     return {**result, "outcome": "ok"}
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from accuracy import ensure_venv, in_venv, venv_python  # noqa: E402  # the same corpus venv
+from accuracy import ensure_venv, in_venv, venv_python  # the same corpus venv
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = sorted(

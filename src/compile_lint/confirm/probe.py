@@ -172,10 +172,9 @@ def _dtype_variation(
     cast = f"each dtype of `{slot[1]}` compiles its own graph: cast once, before the compiled call"
     variation = Variation(f"{slot[1]} dtype ({str(value.dtype).removeprefix('torch.')} -> float64)")
     rejections = guard_rejections(original, *_changed(args, kwargs, slot[0], value.double()))
-    if rejections is None:  # nothing to check the guards of: compile to see, if asked to
-        if compile_unknown:
-            return _vary(call, args, kwargs, slot, [value.double()], variation, log, (cast, cast), "dtype mismatch".__contains__)
-        return variation
+    if rejections is None and compile_unknown:  # nothing to check the guards of: compile to see
+        dtype_guard = "dtype mismatch".__contains__
+        return _vary(call, args, kwargs, slot, [value.double()], variation, log, (cast, cast), dtype_guard)
     if rejections:
         variation.calls = variation.recompiled_calls = 1
         variation.reasons = rejections[:MAX_REASONS]

@@ -104,8 +104,8 @@ def confirm(paths: list[str], config: Config, options: ConfirmOptions, progress:
         run_all([spec for spec in automatic if spec.region not in covered])
         matched = match(static, observed, linted)
         if options.deep:  # a fix check compiles the target again
-            confirmed = ((finding, run) for finding, _, run in matched.confirmed_by)
-            check_fixes(confirmed, spec_of_run, pools[0].run, request)
+            confirmed_runs = ((finding, run) for finding, _, run in matched.confirmed_by)
+            check_fixes(confirmed_runs, spec_of_run, pools[0].run, request)
         versions = pools[0].describe()
     finally:
         for pool in pools:

@@ -71,6 +71,10 @@ def test_seed_step_is_confirmed_with_a_torch_where_fix(seed: tuple[int, dict[str
     assert "graph_breaks" in environment["torch_logging"]
     (target,) = environment["targets"]
     assert target["outcome"] == "ok" and target["breaks"] == 1
+    # the default probes compile nothing again: no fullgraph run, no dynamic-size probe, no fix check
+    assert target["one_graph"] is None and "fix_check" not in finding["details"]
+    (dtype,) = target["recompiles"]  # told by the cached graph's guards
+    assert dtype["trigger"].startswith("x dtype") and "dtype mismatch" in dtype["reasons"][0]
 
 
 @pytest.mark.dynamo
@@ -92,6 +96,7 @@ def test_every_status_dynamic_only_helper_and_recompile_probe() -> None:
         "--target",
         "fixtures/confirm/_recompiles.py:make",
         "--auto-targets",
+        "--deep",
     )
     assert code == 3, stderr  # NeedsConfig cannot be built: not checked
     findings = report["findings"]
@@ -268,9 +273,10 @@ def test_usage_errors_exit_2(args: list[str], message: str) -> None:
     assert "Traceback" not in process.stderr
 
 
-def test_confirm_options_need_confirm() -> None:
+@pytest.mark.parametrize("option", [["--repro-dir", "x"], ["--deep"]])
+def test_confirm_options_need_confirm(option: list[str]) -> None:
     process = subprocess.run(
-        [sys.executable, "-m", "compile_lint.cli", "--no-cache", "fixtures/seed_step.py", "--repro-dir", "x"],
+        [sys.executable, "-m", "compile_lint.cli", "--no-cache", "fixtures/seed_step.py", *option],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -48,7 +48,7 @@ def make():
 
 def run_cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "compile_lint.cli", "--confirm", "--no-cache", *args],
+        [sys.executable, "-m", "compile_lint.cli", "--confirm", "--deep", "--no-cache", *args],  # fix checks: --deep
         cwd=cwd,
         capture_output=True,
         text=True,

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 EXIT_UNCHECKED = 3  # --confirm: some target could not be checked (or nothing ran); --exit-zero does not cover it
-CONFIRM_ONLY = ("target", "backend", "timeout", "repro_dir", "memory_limit", "max_auto_targets", "auto_targets")
+CONFIRM_ONLY = ("target", "backend", "timeout", "repro_dir", "memory_limit", "max_auto_targets", "auto_targets", "deep")
 
 
 def _codes(value: str) -> list[str]:
@@ -148,6 +148,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="stop a target whose worker uses more memory (default: 70%% of the machine's, shared by -j workers)",
     )
     confirm.add_argument("--repro-dir", type=Path, metavar="DIR", help="write a script per confirmed break here")
+    confirm.add_argument(
+        "--deep",
+        action="store_true",
+        default=None,
+        help="also the checks that compile each target again: a fullgraph=True run, recompiles with dynamic "
+        "sizes, and whether each automatic fix removes its break (about twice the time)",
+    )
     measure = parser.add_argument_group(
         "--timing / --coverage", "measure eager against compiled per target (imply --confirm; backend inductor)"
     )
@@ -338,6 +345,7 @@ def run_confirm(args: argparse.Namespace, config: Config, console: Console) -> i
         jobs=jobs,
         use_cache=not args.no_cache,
         measure=_measure_options(args),
+        deep=bool(args.deep),
     )
     progress = text.ConfirmProgress(errors)
     try:

@@ -1,11 +1,12 @@
-"""`--confirm`'s fix check: does the automatic fix for a confirmed break compile without it?
+"""`--confirm --deep`'s fix check: does the automatic fix for a confirmed break compile without it?
 
 The fixes for one file's breaks confirmed by one target are applied together, in memory, to a copy
 of the file in a temporary folder (the user's files are never written): one worker run checks them
 all. A fix the batch leaves out (it overlaps another) is checked on its own. The worker loads the
 copy under the original module's name, runs the target that confirmed the breaks, and reports the
 breaks the fixed code still has. A break Dynamo blames on a fix's rewritten lines means that fix
-did not remove it.
+did not remove it. Each such run compiles the target again, as much as the break run: hence
+opt-in (`--deep`).
 """
 
 from __future__ import annotations

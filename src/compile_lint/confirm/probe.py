@@ -1,13 +1,17 @@
 """Recompile probe (runs in the worker): after the break run, vary one thing at a time.
 
-First, in the break run's compiled state (default settings): the same inputs again, to catch
-state that changes on every call (a module counter), and each Python scalar argument changed
-twice. Then one compile with every tensor size dynamic, in which each dimension grows twice
-(4 -> 5 -> 6): a size that still recompiles there is specialized by the code. (By default Dynamo
-compiles sizes statically and recompiles once per dimension on the first new size, "automatic
-dynamic"; probing that per dimension would cost a compile each, most of `--confirm`'s time, for
-an answer Dynamo documents.) Casting each float tensor to float64 is checked against the cached
-graphs' own guards, which say whether the call would recompile, and why, without compiling.
+By default, in the break run's compiled state: the same inputs again, to catch state that
+changes on every call (a module counter), each Python scalar argument changed twice, and each
+float tensor cast to float64, checked against the cached graphs' own guards, which say whether
+the call would recompile, and why, without compiling. None of these compiles unless the code
+recompiles (a scalar the code specializes on costs one compile per new value).
+
+With `--deep`, also one compile with every tensor size dynamic, in which each dimension grows
+twice (4 -> 5 -> 6): a size that still recompiles there is specialized by the code. (By default
+Dynamo compiles sizes statically and recompiles once per dimension on the first new size,
+"automatic dynamic"; probing that per dimension would cost a compile each, for an answer Dynamo
+documents.) That compile costs about as much as the break run, often more. A dtype change whose
+guards cannot be checked (nothing cached for the code) is then compiled to see.
 Recompiles and their guard-failure reasons come from Dynamo's recompiles log.
 """
 
@@ -69,10 +73,10 @@ def probe_calls(
 
 
 def probe_sizes(
-    call: Call, original: Any, args: tuple[Any, ...], kwargs: dict[str, Any], names: list[str], log: DynamoLog
+    call: Call, args: tuple[Any, ...], kwargs: dict[str, Any], names: list[str], log: DynamoLog
 ) -> list[Variation]:
-    """From a fresh compile with every size dynamic: dimensions that still recompile, those that
-    vary freely, and dtype changes (checked against the cached guards)."""
+    """From a fresh compile with every size dynamic: dimensions that still recompile, and those that
+    vary freely."""
     tensors = [(slot, value) for slot, value in _slots(args, kwargs, names) if isinstance(value, torch.Tensor)]
     if not tensors:
         return []
@@ -84,13 +88,12 @@ def probe_sizes(
         except Exception:
             return []  # the code does not compile with symbolic sizes: nothing to vary
         for slot, value in tensors:
-            found.extend(_tensor_variations(call, original, args, kwargs, slot, value, log))
+            found.extend(_tensor_variations(call, args, kwargs, slot, value, log))
     return [v for v in found if v.recompiled_calls or v.free_dims]
 
 
 def _tensor_variations(
     call: Call,
-    original: Any,
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
     slot: Slot,
@@ -133,20 +136,50 @@ def _tensor_variations(
                 f"(automatic dynamic): if they vary, `{marks}` before the first call, or `dynamic=True`",
             )
         )
-    if value.is_floating_point() and value.dtype != torch.float64:
-        cast = f"each dtype of `{name}` compiles its own graph: cast once, before the compiled call"
-        variation = Variation(f"{name} dtype ({str(value.dtype).removeprefix('torch.')} -> float64)")
-        args_, kwargs_ = _changed(args, kwargs, slot[0], value.double())
-        rejections = guard_rejections(original, args_, kwargs_)
-        if rejections is None:  # nothing to check the guards of: compile to see
-            dtype_guard = "dtype mismatch".__contains__
-            found.append(_vary(call, args, kwargs, slot, [value.double()], variation, log, (cast, cast), dtype_guard))
-        elif rejections:
-            variation.calls = variation.recompiled_calls = 1
-            variation.reasons = rejections[:MAX_REASONS]
-            variation.suggestion = cast
-            found.append(variation)
     return found
+
+
+def probe_dtypes(
+    call: Call,
+    original: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    names: list[str],
+    log: DynamoLog,
+    compile_unknown: bool,
+) -> list[Variation]:
+    """Each float tensor argument cast to float64, checked against the guards of the graphs cached
+    for `original`; where nothing is cached, compiled to see if `compile_unknown`, else skipped."""
+    found = []
+    for slot, value in _slots(args, kwargs, names):
+        if isinstance(value, torch.Tensor) and value.is_floating_point() and value.dtype != torch.float64:
+            variation = _dtype_variation(call, original, args, kwargs, slot, value, log, compile_unknown)
+            if variation.recompiled_calls:
+                found.append(variation)
+    return found
+
+
+def _dtype_variation(
+    call: Call,
+    original: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    slot: Slot,
+    value: torch.Tensor,
+    log: DynamoLog,
+    compile_unknown: bool,
+) -> Variation:
+    cast = f"each dtype of `{slot[1]}` compiles its own graph: cast once, before the compiled call"
+    variation = Variation(f"{slot[1]} dtype ({str(value.dtype).removeprefix('torch.')} -> float64)")
+    rejections = guard_rejections(original, *_changed(args, kwargs, slot[0], value.double()))
+    if rejections is None and compile_unknown:  # nothing to check the guards of: compile to see
+        dtype_guard = "dtype mismatch".__contains__
+        return _vary(call, args, kwargs, slot, [value.double()], variation, log, (cast, cast), dtype_guard)
+    if rejections:
+        variation.calls = variation.recompiled_calls = 1
+        variation.reasons = rejections[:MAX_REASONS]
+        variation.suggestion = cast
+    return variation
 
 
 def guard_rejections(original: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[str] | None:

@@ -41,6 +41,7 @@ class ConfirmOptions:
     jobs: int = 1
     use_cache: bool = True
     measure: MeasureOptions | None = None  # --timing / --coverage
+    deep: bool = False  # also the probes that compile again (fullgraph, dynamic sizes) and the fix checks
 
 
 @dataclass
@@ -110,7 +111,8 @@ def confirm(paths: list[str], config: Config, options: ConfirmOptions, progress:
         covered: set[tuple[str, str]] = set()
 
         def request(spec: TargetSpec) -> dict[str, Any]:
-            return {"target": spec.request(options.backend, options.shape), "files": list(linted)}
+            target = {**spec.request(options.backend, options.shape), "deep": options.deep}
+            return {"target": target, "files": list(linted)}
 
         def run_all(batch: list[TargetSpec]) -> None:
             for spec, reply in zip(batch, _run_each(batch, pools, request, progress), strict=True):
@@ -126,7 +128,9 @@ def confirm(paths: list[str], config: Config, options: ConfirmOptions, progress:
                 progress.advance(spec.label)
         run_all([spec for spec in automatic if spec.region not in covered])
         matched = match(static, observed, linted)
-        check_fixes(((finding, run) for finding, _, run in matched.confirmed_by), spec_of_run, pools[0].run, request)
+        if options.deep:  # a fix check compiles the target again
+            confirmed_runs = ((finding, run) for finding, _, run in matched.confirmed_by)
+            check_fixes(confirmed_runs, spec_of_run, pools[0].run, request)
         versions = pools[0].describe()
         measured = Measured()
         if options.measure is not None:

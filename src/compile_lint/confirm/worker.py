@@ -9,7 +9,8 @@ it is doing, `{"timeout": seconds}` is a factory's own time limit for this reque
 the first line with `outcome`. Every request starts from a clean state (state.py).
 
 "confirm", per target: an eager run traced line by line (which lines ran), the break run under
-the graph-break log (which lines Dynamo traced), a `fullgraph=True` run, and the recompile probe.
+the graph-break log (which lines Dynamo traced) and the recompile probe; with `--deep`, also a
+`fullgraph=True` run and the dynamic-size probe.
 "fix-check" loads one fixed file by path under its module's name and runs the eager and break runs.
 """
 
@@ -44,7 +45,7 @@ from compile_lint.confirm.inputs import (
     parameter_names,
     unwrapped,
 )
-from compile_lint.confirm.probe import probe_calls, probe_sizes
+from compile_lint.confirm.probe import probe_calls, probe_dtypes, probe_sizes
 from compile_lint.confirm.state import CleanStates, State
 from compile_lint.confirm.targets import Target, TargetError, compiled, targets_from_factory
 
@@ -281,11 +282,16 @@ def run_target(made: Made, spec: dict[str, Any], files: set[str], channel: Chann
         result["breaks"] = [break_record(b) for b in log.breaks]
         channel.note(stage=f"probing {target.name} for recompiles")
         variations, every_call = probe_calls(call, target.args, target.kwargs, names, log)  # same compiled state
-        channel.note(stage=f"compiling {target.name} with fullgraph=True")
-        result.update(fullgraph(target, backend, files) if log.breaks else {"one_graph": True, "fullgraph_error": ""})
+        deep = spec.get("deep", False)  # the probes that compile again: --deep
         if not every_call:
+            variations += probe_dtypes(call, unwrapped(target.fn), target.args, target.kwargs, names, log, deep)
+        result.update({"one_graph": None if log.breaks else True, "fullgraph_error": ""})
+        if deep and log.breaks:
+            channel.note(stage=f"compiling {target.name} with fullgraph=True")
+            result.update(fullgraph(target, backend, files))
+        if deep and not every_call:
             channel.note(stage=f"probing {target.name} with dynamic sizes")
-            variations += probe_sizes(call, unwrapped(target.fn), target.args, target.kwargs, names, log)
+            variations += probe_sizes(call, target.args, target.kwargs, names, log)
         result["recompiles"] = [{**asdict(v), "every_call": v.every_call} for v in variations]
     return {**result, "outcome": "ok"}
 

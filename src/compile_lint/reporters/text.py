@@ -241,7 +241,7 @@ def render_confirm_summary(console: Console, targets: list[TargetReport], findin
         outcome = Text(target.outcome, style="green" if target.outcome == "ok" else "red")
         cells = ["", "", "", ""]
         if target.outcome == "ok":
-            one_graph = "yes" if target.one_graph else "no"
+            one_graph = {True: "yes", False: "no", None: "? (--deep)"}[target.one_graph]
             cells = [str(target.graphs), str(target.breaks), one_graph, str(target.own_recompiles)]
         per_target.add_row(target.label, outcome, *cells)
     console.print(per_target)

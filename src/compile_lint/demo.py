@@ -47,8 +47,7 @@ def main(argv: Sequence[str], console: Console, run: Callable[[list[str]], int])
         worst = max(worst, run([*command, "--no-cache"]))
     console.rule("Next", align="left")
     console.print(
-        f"See the rewrites: compile-lint --unsafe-fixes --diff {model}\n"
-        f"Explain a rule:   compile-lint rule TCL401",
+        f"See the rewrites: compile-lint --unsafe-fixes --diff {model}\nExplain a rule:   compile-lint rule TCL401",
         markup=False,
         highlight=False,
     )

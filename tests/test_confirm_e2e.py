@@ -282,7 +282,7 @@ def test_confirm_options_need_confirm(option: list[str]) -> None:
         text=True,
         timeout=120,
     )
-    assert process.returncode == 2 and "--repro-dir only works with --confirm" in process.stderr
+    assert process.returncode == 2 and f"{option[0]} only works with --confirm" in process.stderr
 
 
 @pytest.mark.dynamo

@@ -34,29 +34,29 @@ def test_if_else_assignment_becomes_where() -> None:
         """\
         import torch
         @torch.compile
-        def f(x):
+        def f(x: torch.Tensor):
             # pick a side
             if x.sum() > 0:  # noqa: E501
                 y = x + 1
             else:
-                y = x - 1
+                y = x * 2
             return y
         """
     )
     assert body(out) == (
-        "@torch.compile\ndef f(x):\n    # pick a side\n"
-        "    y = torch.where(x.sum() > 0, x + 1, x - 1)  # noqa: E501\n    return y\n"
+        "@torch.compile\ndef f(x: torch.Tensor):\n    # pick a side\n"
+        "    y = torch.where(x.sum() > 0, x + 1, x * 2)  # noqa: E501\n    return y\n"
     )
 
 
 def test_if_without_else_keeps_the_old_value() -> None:
-    out = fixed("import torch\n@torch.compile\ndef f(x):\n    if x.mean() > 0:\n        x = x * 2\n    return x\n")
-    assert "    x = torch.where(x.mean() > 0, x * 2, x)\n" in out
+    source = "import torch\n@torch.compile\ndef f(x: torch.Tensor):\n    if x.mean() > 0:\n        x = x.clone()\n    return x\n"
+    assert "    x = torch.where(x.mean() > 0, x.clone(), x)\n" in fixed(source)
 
 
 def test_non_bool_condition_gets_bool_and_not_becomes_logical_not() -> None:
-    out = fixed("import torch\n@torch.compile\ndef f(x):\n    if not x.sum():\n        return x\n    return -x\n")
-    assert "    return torch.where(torch.logical_not(x.sum().bool()), x, -x)\n" in out
+    source = "import torch\n@torch.compile\ndef f(x: torch.Tensor):\n    if not x.sum():\n        return x\n    return x.detach()\n"
+    assert "    return torch.where(torch.logical_not(x.sum().bool()), x, x.detach())\n" in fixed(source)
 
 
 @pytest.mark.parametrize(
@@ -101,11 +101,14 @@ def test_print_that_is_not_a_statement_of_its_own_is_left_alone() -> None:
 
 def test_item_detach_is_safe_only_on_the_same_tensor() -> None:
     source = (
-        "import torch\n@torch.compile\ndef f(x, w):\n    a = x / x.abs().max().item()\n    return a * w.sum().item()\n"
+        "import torch\n@torch.compile\ndef f(x, w: torch.Tensor):\n    a = x / x.abs().max().item()\n"
+        "    b = a * w.sum().item()\n    return b + w.half() * w.float().sum().item()\n"
     )
     safe_only = fixed(source, ("safe",))
     assert "a = x / x.abs().max().detach()\n" in safe_only and "w.sum().item()" in safe_only
-    assert "return a * w.sum().detach()\n" in fixed(source)
+    unsafe = fixed(source)
+    assert "b = a * w.sum().item()\n" in unsafe, "a's dtype is unknown: an int `a` would promote differently"
+    assert "return b + w.half() * w.float().sum().detach()\n" in unsafe, "float16 times a real 0-d tensor"
 
 
 def test_item_outside_arithmetic_is_left_alone() -> None:
@@ -130,19 +133,22 @@ def test_a_module_where_torch_is_something_else_gets_no_torch_fixes() -> None:
 
 def test_code_outside_the_finding_is_byte_identical() -> None:
     source = (
-        "import torch\n\nVALUE = {  'odd' :1 }   # spacing kept\n\n\n@torch.compile\ndef f(x):\n"
-        "    a  =  x*2    # so is this\n    if x.sum() > 0:\n        y = x\n    else:\n        y = -x\n"
+        "import torch\n\nVALUE = {  'odd' :1 }   # spacing kept\n\n\n@torch.compile\ndef f(x: torch.Tensor):\n"
+        "    a  =  x*2    # so is this\n    if x.sum() > 0:\n        y = x\n    else:\n        y = x.detach()\n"
         "    return  y+a\n"
     )
     out = fixed(source)
-    before, _, after = source.partition("    if x.sum() > 0:\n        y = x\n    else:\n        y = -x\n")
-    assert out == before + "    y = torch.where(x.sum() > 0, x, -x)\n" + after
+    before, _, after = source.partition("    if x.sum() > 0:\n        y = x\n    else:\n        y = x.detach()\n")
+    assert out == before + "    y = torch.where(x.sum() > 0, x, x.detach())\n" + after
 
 
 def test_item_in_a_condition_is_dropped_and_the_branch_selected() -> None:
     """The seed example; with capture_scalar_outputs the finding is TCL103 instead, same fix."""
-    source = "import torch\n@torch.compile\ndef step(x):\n    y = x * 2\n    if y.sum().item() > 0:\n        return y\n    return -y\n"
-    expected = "    return torch.where(y.sum() > 0, y, -y)\n"
+    source = (
+        "import torch\n@torch.compile\ndef step(x: torch.Tensor):\n    y = x * 2\n    if y.sum().item() > 0:\n"
+        "        return y + 1\n    return y * 3\n"
+    )
+    expected = "    return torch.where(y.sum() > 0, y + 1, y * 3)\n"
     assert expected in fixed(source)
     captured = "import torch\ntorch._dynamo.config.capture_scalar_outputs = True\n" + source.split("\n", 1)[1]
     assert [f.code for f in lint_source(captured, "m.py")] == ["TCL103"]
@@ -152,14 +158,15 @@ def test_item_in_a_condition_is_dropped_and_the_branch_selected() -> None:
 @pytest.mark.parametrize(
     ("use", "changed"),
     [
-        ("return x / scale + x * scale", True),
-        ("return x / scale, scale", False),  # returned as a Python number
-        ("scale = scale * 2\n    return x / scale", False),  # rebound
+        ("return x.float() / scale + x.half() * scale", True),
+        ("return x / scale", False),  # x's dtype is unknown
+        ("return x.float() / scale, scale", False),  # returned as a Python number
+        ("scale = scale * 2\n    return x.float() / scale", False),  # rebound
         ("return x[: int(scale)]", False),
     ],
 )
 def test_item_assigned_to_a_name_only_when_every_use_is_tensor_arithmetic(use: str, changed: bool) -> None:
-    source = f"import torch\n@torch.compile\ndef f(x):\n    scale = x.abs().max().item()\n    {use}\n"
+    source = f"import torch\n@torch.compile\ndef f(x: torch.Tensor):\n    scale = x.float().abs().max().item()\n    {use}\n"
     out = fixed(source)
-    assert ("scale = x.abs().max().detach()" in out) is changed
+    assert ("scale = x.float().abs().max().detach()" in out) is changed
     assert fixed(source, ("safe",)) == source

@@ -24,6 +24,7 @@ from compile_lint.fixes.proofs import (
     Prover,
     const_dtype,
     exact_in_every_dtype,
+    may_alias,
     mutated_in,
     proven_tensor,
 )
@@ -277,13 +278,13 @@ def _where_assign(site: Site, prover: Prover, if_node: cst.If, cond: cst.BaseExp
     else:
         return None  # elif chains
     names = [name for name, _, _ in pairs]
-    if names_in(if_node.test) & set(names):
+    if len(pairs) > 1 and names_in(if_node.test) & set(names):
         return None  # the condition would change between the assignments
     if any(names_in(a) & set(names[:i]) or names_in(b) & set(names[:i]) for i, (_, a, b) in enumerate(pairs)):
         return None  # a later value reads an earlier one: the facts at the `if` do not describe it
     if not all(same_tensor_kind(prover, a, b) for _, a, b in pairs):
         return None
-    if _mutated_in_function(site, if_node, [*names, *(e for _, a, b in pairs for e in (a, b))]):
+    if _identity_matters(site, if_node, [*names, *(e for _, a, b in pairs for e in (a, b))], escapes=False):
         return None
     lines = [
         cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name(name))], _where(cond, a, b))])
@@ -299,14 +300,22 @@ def _where_assign(site: Site, prover: Prover, if_node: cst.If, cond: cst.BaseExp
     )
 
 
-def _mutated_in_function(site: Site, node: cst.CSTNode, exprs: Sequence[str | cst.BaseExpression]) -> bool:
-    """Is any of these names (or bare-name values) changed in place anywhere in the function? Then the
-    rewrite, which makes a new tensor where the original kept the very object, is not offered."""
+def _identity_matters(
+    site: Site, node: cst.CSTNode, exprs: Sequence[str | cst.BaseExpression], escapes: bool
+) -> bool:
+    """Could replacing the selected value by a new tensor be told apart? The original may hold the very
+    object (`y = x`) or a view of it (`x.detach()`, `x.float()` of a float32 x) where torch.where makes
+    a new tensor: then an in-place change anywhere in the function, or handing the value to the caller
+    (`escapes`), would see the difference. Otherwise: are the names involved changed in place?"""
     function = _enclosing_function(site, node)
     if function is None:
         return True
-    keys = {e if isinstance(e, str) else dotted(e) for e in exprs} - {None}
-    return bool(keys & mutated_in(function))
+    mutated = mutated_in(function)
+    values = [e for e in exprs if not isinstance(e, str)]
+    if any(may_alias(e) for e in values) and (escapes or mutated):
+        return True
+    keys = {name for e in exprs for name in ({e} if isinstance(e, str) else names_in(e))}
+    return bool(keys & mutated)
 
 
 def _where_return(site: Site, prover: Prover, if_node: cst.If, cond: cst.BaseExpression) -> Edit | None:
@@ -325,7 +334,7 @@ def _where_return(site: Site, prover: Prover, if_node: cst.If, cond: cst.BaseExp
         return None
     if other is None or not same_tensor_kind(prover, taken, other):
         return None
-    if _mutated_in_function(site, if_node, [taken, other]):
+    if _identity_matters(site, if_node, [taken, other], escapes=True):
         return None
     line = _carry_header_comment(_line(cst.Return(_where(cond, taken, other)), if_node), if_node)
     changes.insert(0, (if_node, line))
@@ -363,7 +372,11 @@ def _where_for_ternary(site: Site, ternary: cst.IfExp, test: cst.BaseExpression)
     cond = where_condition(test, prover)
     if cond is None or not same_tensor_kind(prover, ternary.body, ternary.orelse):
         return None
-    if _mutated_in_function(site, ternary, [ternary.body, ternary.orelse]):
+    assign = site.parent(ternary)
+    targets = assign.targets if isinstance(assign, cst.Assign) and assign.value is ternary else []
+    names = [t.target.value for t in targets if isinstance(t.target, cst.Name)]
+    values = [*names, ternary.body, ternary.orelse]
+    if len(names) != len(targets) or _identity_matters(site, ternary, values, escapes=not names):
         return None
     call = _where(cond, ternary.body, ternary.orelse).with_changes(lpar=ternary.lpar, rpar=ternary.rpar)
     title = f"conditional expression -> torch.where ({UNSAFE_WHERE})"

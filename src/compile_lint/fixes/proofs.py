@@ -326,3 +326,17 @@ def mutated_in(node: cst.CSTNode) -> set[str]:
 
 def _in_place(method: str) -> bool:
     return method.endswith("_") and not method.startswith("_")
+
+
+# Calls that may hand back their operand itself or a view of it (`x.float()` of a float32 x is x).
+ALIASING = frozenset({"detach", "contiguous", "type_as", *CASTS})
+
+
+def may_alias(node: cst.BaseExpression) -> bool:
+    """Could the value be an existing tensor (or share its memory) rather than a new one?"""
+    if isinstance(node, (cst.Name, cst.Attribute)):
+        return True
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Plus):
+        return True
+    func = node.func if isinstance(node, cst.Call) else None
+    return isinstance(func, cst.Attribute) and func.attr.value in ALIASING

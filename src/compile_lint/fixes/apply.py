@@ -208,8 +208,8 @@ def fix_text(
     A file with `\r` line endings is fixed as `working_text` (findings positioned in it) and
     returned with `\r` again."""
     if cr_only(text):
-        fixed = fix_text(working_text(text), findings, allowed, parsed)
-        return FixedText(restore_newlines(text, fixed.text), fixed.applied, fixed.withheld)
+        result = fix_text(working_text(text), findings, allowed, parsed)
+        return FixedText(restore_newlines(text, result.text), result.applied, result.withheld)
     if parsed is None:
         index = parse_source("<fix>", text)
         if not isinstance(index, FileIndex):

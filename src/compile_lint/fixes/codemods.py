@@ -375,7 +375,7 @@ def _where_for_ternary(site: Site, ternary: cst.IfExp, test: cst.BaseExpression)
     assign = site.parent(ternary)
     targets = assign.targets if isinstance(assign, cst.Assign) and assign.value is ternary else []
     names = [t.target.value for t in targets if isinstance(t.target, cst.Name)]
-    values = [*names, ternary.body, ternary.orelse]
+    values: list[str | cst.BaseExpression] = [*names, ternary.body, ternary.orelse]
     if len(names) != len(targets) or _identity_matters(site, ternary, values, escapes=not names):
         return None
     call = _where(cond, ternary.body, ternary.orelse).with_changes(lpar=ternary.lpar, rpar=ternary.rpar)

@@ -55,8 +55,8 @@ def test_if_without_else_keeps_the_old_value() -> None:
 
 
 def test_non_bool_condition_gets_bool_and_not_becomes_logical_not() -> None:
-    source = "import torch\n@torch.compile\ndef f(x: torch.Tensor):\n    if not x.sum():\n        return x\n    return x.detach()\n"
-    assert "    return torch.where(torch.logical_not(x.sum().bool()), x, x.detach())\n" in fixed(source)
+    source = "import torch\n@torch.compile\ndef f(x: torch.Tensor):\n    if not x.sum():\n        return x + 1\n    return x * 2\n"
+    assert "    return torch.where(torch.logical_not(x.sum().bool()), x + 1, x * 2)\n" in fixed(source)
 
 
 @pytest.mark.parametrize(
@@ -170,3 +170,94 @@ def test_item_assigned_to_a_name_only_when_every_use_is_tensor_arithmetic(use: s
     out = fixed(source)
     assert ("scale = x.float().abs().max().detach()" in out) is changed
     assert fixed(source, ("safe",)) == source
+
+
+HEAD = "import torch\nfrom torch import nn\n\n\n"
+
+
+@pytest.mark.parametrize(
+    ("source", "why"),
+    [
+        (
+            HEAD + "def helper(x: torch.Tensor, flag):\n    if x.sum() > 0 or flag:\n        y = x + 1\n"
+            "    else:\n        y = x * 2\n    return y\n\n\n@torch.compile\ndef f(x: torch.Tensor):\n"
+            "    return helper(x, x.any()) + helper(x, True)\n",
+            "`flag` is a Python bool in one call: torch.logical_or(..., True.bool()) raises",
+        ),
+        (
+            HEAD + "def helper(x: torch.Tensor, done):\n    if done:\n        y = x + 1\n    else:\n        y = x * 2\n"
+            "    return y\n\n\n@torch.compile\ndef f(x: torch.Tensor):\n"
+            "    return helper(x, x.sum() > 0) + helper(x, True)\n",
+            "`done` may be a Python bool: `done.bool()` raises AttributeError",
+        ),
+        (
+            HEAD + "@torch.compile\ndef f(x: torch.Tensor):\n    if x.sum() > 0:\n        y = x.add_(1)\n"
+            "    else:\n        y = x * 2\n    return y\n",
+            "an in-place op in a branch would run whichever side is taken",
+        ),
+        (
+            HEAD + "@torch.compile\ndef f(x: torch.Tensor):\n    y = x.detach()\n    if x.sum() > 0:\n"
+            "        y = x.clone()\n    y.add_(1)\n    return y, x\n",
+            "the original's `y` is x's memory when the branch is not taken; y.add_ changes x there",
+        ),
+        (
+            HEAD + "@torch.compile\ndef f(x: torch.Tensor, u: torch.Tensor):\n    if x.sum() > 0:\n"
+            "        y = x + u\n    else:\n        y = x * 2\n    return y\n",
+            "branches of different shapes: torch.where broadcasts them",
+        ),
+        (
+            HEAD + "@torch.compile\ndef f(x: torch.Tensor):\n    if x.sum() > 0:\n        y = x + 1\n"
+            "    else:\n        y = x * 0.5\n    return y\n",
+            "int64 `x + 1` next to `x * 0.5`: torch.where would make both float",
+        ),
+        (
+            HEAD + "@torch.compile\ndef f(x: torch.Tensor):\n    if x.sum() > 0:\n        y = x + 1\n"
+            "    else:\n        y = x - 1\n    return y\n",
+            "`x - 1` raises on a bool x where `x + 1` does not: the branch not taken must not raise",
+        ),
+        (
+            HEAD + "@torch.compile\ndef f(x):\n    if x.sum() > 0:\n        y = x + 1\n    else:\n        y = x * 2\n"
+            "    return y\n",
+            "an unannotated entry parameter is only assumed to be a tensor",
+        ),
+        (
+            HEAD + "@torch.compile\ndef f(x: torch.Tensor, m: torch.Tensor):\n    if m.all():\n"
+            "        y = x\n    else:\n        y = x[m]\n    return y\n",
+            "masking changes the shape",
+        ),
+        (
+            HEAD + "@torch.compile\ndef f(x: torch.Tensor):\n    if x.float().mean().item() > 0.1:\n"
+            "        y = x + 1\n    else:\n        y = x * 2\n    return y\n",
+            "0.1 is compared in float64 by Python, in the tensor's dtype by torch",
+        ),
+        (
+            HEAD + "@torch.compile\ndef f(x: torch.Tensor, t: torch.Tensor):\n    if t > 0:\n        y = x + 1\n"
+            "    else:\n        y = x * 2\n    return y\n",
+            "`t` may have shape (1, 1, 1): torch.where would add dimensions",
+        ),
+    ],
+)
+def test_rewrites_that_could_break_a_model_are_not_offered(source: str, why: str) -> None:
+    findings = lint_source(source, "m.py")
+    assert any(f.code in ("TCL101", "TCL102", "TCL103") for f in findings), "the example must be a finding"
+    assert fixed(source) == source, why
+
+
+@pytest.mark.parametrize(
+    ("use", "changed"),
+    [
+        ("return x * active", True),
+        ("return x - active", False),  # `-` raises on a bool tensor, not on a Python bool
+        ("return x, active", False),  # the caller gets a tensor where it got a bool
+        ("return active * 2", False),  # a Python number operand: the result becomes a tensor
+    ],
+)
+def test_logical_not_only_where_the_tensor_acts_as_the_bool(use: str, changed: bool) -> None:
+    source = f"import torch\n@torch.compile\ndef f(x: torch.Tensor, done: torch.Tensor):\n    active = not done.all()\n    {use}\n"
+    assert ("torch.logical_not(done.all())" in fixed(source)) is changed
+
+
+def test_guard_is_not_offered_around_arguments_with_side_effects() -> None:
+    source = "import torch\n@torch.compile\ndef f(x: torch.Tensor):\n    print(x.add_(1))\n    print(x.shape)\n    return x\n"
+    out = fixed(source)
+    assert "    print(x.add_(1))\n    if not torch.compiler.is_compiling():\n        print(x.shape)\n" in out

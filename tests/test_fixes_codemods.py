@@ -166,7 +166,9 @@ def test_item_in_a_condition_is_dropped_and_the_branch_selected() -> None:
     ],
 )
 def test_item_assigned_to_a_name_only_when_every_use_is_tensor_arithmetic(use: str, changed: bool) -> None:
-    source = f"import torch\n@torch.compile\ndef f(x: torch.Tensor):\n    scale = x.float().abs().max().item()\n    {use}\n"
+    source = (
+        f"import torch\n@torch.compile\ndef f(x: torch.Tensor):\n    scale = x.float().abs().max().item()\n    {use}\n"
+    )
     out = fixed(source)
     assert ("scale = x.float().abs().max().detach()" in out) is changed
     assert fixed(source, ("safe",)) == source

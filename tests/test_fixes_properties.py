@@ -165,7 +165,9 @@ DETACH_VALUES = ["x.float().sum()", "x.abs().max()", "x.double().max()", "x.floa
 def test_item_to_detach_is_refused_or_keeps_results(
     other: str, value: str, op: str, x_dtype: str, w_dtype: str, named: bool
 ) -> None:
-    body = f"    s = {value}.item()\n    return {other} {op} s\n" if named else f"    return {other} {op} {value}.item()\n"
+    body = (
+        f"    s = {value}.item()\n    return {other} {op} s\n" if named else f"    return {other} {op} {value}.item()\n"
+    )
     source = "import torch\n\n\n@torch.compile\ndef f(x: torch.Tensor, w: torch.Tensor):\n" + body
     torch.manual_seed(0)
     x = (torch.randn(3, 4) * 5).to(getattr(torch, x_dtype))
@@ -173,7 +175,15 @@ def test_item_to_detach_is_refused_or_keeps_results(
     check_fixed_against_original(source, [(x, w)])
 
 
-GUARD_ARGS = ["x.sum()", "x.add_(1)", "f'{x.mean().item():.3f}'", "x.shape", "len(x)", "log.append(1)", "x.mul_(2).sum()"]
+GUARD_ARGS = [
+    "x.sum()",
+    "x.add_(1)",
+    "f'{x.mean().item():.3f}'",
+    "x.shape",
+    "len(x)",
+    "log.append(1)",
+    "x.mul_(2).sum()",
+]
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

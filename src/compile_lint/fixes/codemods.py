@@ -300,9 +300,7 @@ def _where_assign(site: Site, prover: Prover, if_node: cst.If, cond: cst.BaseExp
     )
 
 
-def _identity_matters(
-    site: Site, node: cst.CSTNode, exprs: Sequence[str | cst.BaseExpression], escapes: bool
-) -> bool:
+def _identity_matters(site: Site, node: cst.CSTNode, exprs: Sequence[str | cst.BaseExpression], escapes: bool) -> bool:
     """Could replacing the selected value by a new tensor be told apart? The original may hold the very
     object (`y = x`) or a view of it (`x.detach()`, `x.float()` of a float32 x) where torch.where makes
     a new tensor: then an in-place change anywhere in the function, or handing the value to the caller

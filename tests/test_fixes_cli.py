@@ -12,17 +12,17 @@ SOURCE = """import torch
 
 
 @torch.compile
-def step(x):
+def step(x: torch.Tensor):
     x = x / x.abs().max().item()
     if x.sum() > 0:
         y = x + 1
     else:
-        y = x - 1
+        y = x * 2
     print("step done")
     return y
 """
 SAFE_LINE = "    x = x / x.abs().max().detach()\n"
-UNSAFE_LINES = ("    y = torch.where(x.sum() > 0, x + 1, x - 1)\n", "    if not torch.compiler.is_compiling():\n")
+UNSAFE_LINES = ("    y = torch.where(x.sum() > 0, x + 1, x * 2)\n", "    if not torch.compiler.is_compiling():\n")
 
 
 def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -82,6 +82,16 @@ def test_crlf_line_endings_are_kept(tmp_path: Path) -> None:
     data = path.read_bytes()
     assert b"\n" not in data.replace(b"\r\n", b""), "a bare LF crept into a CRLF file"
     assert data.replace(b"\r\n", b"\n") == reference.read_bytes()
+
+
+def test_cr_line_endings_are_fixed_and_kept(tmp_path: Path) -> None:
+    """Old Mac `\r` files were silently left alone (the positions of their findings were off)."""
+    path = write(tmp_path, SOURCE, newline="\r")
+    reference = write(tmp_path, SOURCE, name="reference.py")
+    done = run("--unsafe-fixes", path.name, reference.name, cwd=tmp_path)
+    assert done.returncode == 0 and "Fixed 6 findings." in done.stdout, done.stdout
+    data = path.read_bytes()
+    assert b"\n" not in data and data.replace(b"\r", b"\n") == reference.read_bytes()
 
 
 def test_latin1_file_stays_latin1(tmp_path: Path) -> None:
@@ -160,13 +170,19 @@ def test_json_output_stays_parseable_while_fixing(tmp_path: Path) -> None:
     assert "fixed model.py:6 TCL101" in done.stderr
 
 
-def test_the_seed_example_is_fixed(tmp_path: Path) -> None:
+def test_the_seed_example_is_fixed_only_once_its_input_is_known(tmp_path: Path) -> None:
+    """`step(x)` with a bare `x` may be given anything (an int x makes `-y` fine, a bool x makes it raise where
+    `y` did not): no rewrite. Annotated `x: torch.Tensor`, `y = x * 2` is still of unknown dtype, so `y` and
+    `-y` (which raises on bools) differ too; with branches of one dtype the rewrite is offered."""
     seed = Path(__file__).resolve().parent.parent / "fixtures" / "seed_step.py"
-    path = write(tmp_path, seed.read_text(encoding="utf-8"), name="seed_step.py")
-    safe = run("--diff", path.name, cwd=tmp_path)
-    assert safe.returncode == 0 and "Would fix 0 findings in 0 files (1 more fix with --unsafe-fixes)." in safe.stderr
+    text = seed.read_text(encoding="utf-8")
+    path = write(tmp_path, text, name="seed_step.py")
     done = run("--diff", "--unsafe-fixes", path.name, cwd=tmp_path)
-    assert "+    return torch.where(y.sum() > 0, y, -y)  # expect: TCL101\n" in done.stdout
+    assert done.returncode == 0 and "Would fix 0 findings in 0 files." in done.stderr
+    known = text.replace("def step(x):", "def step(x: torch.Tensor):").replace("return -y", "return y * -1")
+    path.write_text(known.replace("        return y\n", "        return y * 1\n"), encoding="utf-8")
+    done = run("--diff", "--unsafe-fixes", path.name, cwd=tmp_path)
+    assert "+    return torch.where(y.sum() > 0, y * 1, y * -1)  # expect: TCL101\n" in done.stdout
 
 
 def test_bom_tabs_and_symlinks_survive(tmp_path: Path) -> None:
@@ -178,7 +194,7 @@ def test_bom_tabs_and_symlinks_survive(tmp_path: Path) -> None:
     (tmp_path / "link.py").symlink_to(target)
     assert run("--unsafe-fixes", "bom.py", "tabs.py", "link.py", cwd=tmp_path).returncode == 0
     assert bom.read_bytes().startswith(b"\xef\xbb\xbfimport torch\n") and 'print("é")' in bom.read_text("utf-8-sig")
-    assert "\ty = torch.where(x.sum() > 0, x + 1, x - 1)\n\tif not torch.compiler.is_compiling():\n\t\tprint(" in (
+    assert "\ty = torch.where(x.sum() > 0, x + 1, x * 2)\n\tif not torch.compiler.is_compiling():\n\t\tprint(" in (
         tabs.read_text()
     )
     assert (tmp_path / "link.py").is_symlink() and SAFE_LINE in target.read_text()

@@ -34,29 +34,29 @@ def test_if_else_assignment_becomes_where() -> None:
         """\
         import torch
         @torch.compile
-        def f(x):
+        def f(x: torch.Tensor):
             # pick a side
             if x.sum() > 0:  # noqa: E501
                 y = x + 1
             else:
-                y = x - 1
+                y = x * 2
             return y
         """
     )
     assert body(out) == (
-        "@torch.compile\ndef f(x):\n    # pick a side\n"
-        "    y = torch.where(x.sum() > 0, x + 1, x - 1)  # noqa: E501\n    return y\n"
+        "@torch.compile\ndef f(x: torch.Tensor):\n    # pick a side\n"
+        "    y = torch.where(x.sum() > 0, x + 1, x * 2)  # noqa: E501\n    return y\n"
     )
 
 
 def test_if_without_else_keeps_the_old_value() -> None:
-    out = fixed("import torch\n@torch.compile\ndef f(x):\n    if x.mean() > 0:\n        x = x * 2\n    return x\n")
-    assert "    x = torch.where(x.mean() > 0, x * 2, x)\n" in out
+    source = "import torch\n@torch.compile\ndef f(x: torch.Tensor):\n    if x.mean() > 0:\n        x = x.clone()\n    return x\n"
+    assert "    x = torch.where(x.mean() > 0, x.clone(), x)\n" in fixed(source)
 
 
 def test_non_bool_condition_gets_bool_and_not_becomes_logical_not() -> None:
-    out = fixed("import torch\n@torch.compile\ndef f(x):\n    if not x.sum():\n        return x\n    return -x\n")
-    assert "    return torch.where(torch.logical_not(x.sum().bool()), x, -x)\n" in out
+    source = "import torch\n@torch.compile\ndef f(x: torch.Tensor):\n    if not x.sum():\n        return x + 1\n    return x * 2\n"
+    assert "    return torch.where(torch.logical_not(x.sum().bool()), x + 1, x * 2)\n" in fixed(source)
 
 
 @pytest.mark.parametrize(
@@ -101,11 +101,14 @@ def test_print_that_is_not_a_statement_of_its_own_is_left_alone() -> None:
 
 def test_item_detach_is_safe_only_on_the_same_tensor() -> None:
     source = (
-        "import torch\n@torch.compile\ndef f(x, w):\n    a = x / x.abs().max().item()\n    return a * w.sum().item()\n"
+        "import torch\n@torch.compile\ndef f(x, w: torch.Tensor):\n    a = x / x.abs().max().item()\n"
+        "    b = a * w.sum().item()\n    return b + w.half() * w.float().sum().item()\n"
     )
     safe_only = fixed(source, ("safe",))
     assert "a = x / x.abs().max().detach()\n" in safe_only and "w.sum().item()" in safe_only
-    assert "return a * w.sum().detach()\n" in fixed(source)
+    unsafe = fixed(source)
+    assert "b = a * w.sum().item()\n" in unsafe, "a's dtype is unknown: an int `a` would promote differently"
+    assert "return b + w.half() * w.float().sum().detach()\n" in unsafe, "float16 times a real 0-d tensor"
 
 
 def test_item_outside_arithmetic_is_left_alone() -> None:
@@ -130,19 +133,22 @@ def test_a_module_where_torch_is_something_else_gets_no_torch_fixes() -> None:
 
 def test_code_outside_the_finding_is_byte_identical() -> None:
     source = (
-        "import torch\n\nVALUE = {  'odd' :1 }   # spacing kept\n\n\n@torch.compile\ndef f(x):\n"
-        "    a  =  x*2    # so is this\n    if x.sum() > 0:\n        y = x\n    else:\n        y = -x\n"
+        "import torch\n\nVALUE = {  'odd' :1 }   # spacing kept\n\n\n@torch.compile\ndef f(x: torch.Tensor):\n"
+        "    a  =  x*2    # so is this\n    if x.sum() > 0:\n        y = x\n    else:\n        y = x.detach()\n"
         "    return  y+a\n"
     )
     out = fixed(source)
-    before, _, after = source.partition("    if x.sum() > 0:\n        y = x\n    else:\n        y = -x\n")
-    assert out == before + "    y = torch.where(x.sum() > 0, x, -x)\n" + after
+    before, _, after = source.partition("    if x.sum() > 0:\n        y = x\n    else:\n        y = x.detach()\n")
+    assert out == before + "    y = torch.where(x.sum() > 0, x, x.detach())\n" + after
 
 
 def test_item_in_a_condition_is_dropped_and_the_branch_selected() -> None:
     """The seed example; with capture_scalar_outputs the finding is TCL103 instead, same fix."""
-    source = "import torch\n@torch.compile\ndef step(x):\n    y = x * 2\n    if y.sum().item() > 0:\n        return y\n    return -y\n"
-    expected = "    return torch.where(y.sum() > 0, y, -y)\n"
+    source = (
+        "import torch\n@torch.compile\ndef step(x: torch.Tensor):\n    y = x * 2\n    if y.sum().item() > 0:\n"
+        "        return y + 1\n    return y * 3\n"
+    )
+    expected = "    return torch.where(y.sum() > 0, y + 1, y * 3)\n"
     assert expected in fixed(source)
     captured = "import torch\ntorch._dynamo.config.capture_scalar_outputs = True\n" + source.split("\n", 1)[1]
     assert [f.code for f in lint_source(captured, "m.py")] == ["TCL103"]
@@ -152,14 +158,108 @@ def test_item_in_a_condition_is_dropped_and_the_branch_selected() -> None:
 @pytest.mark.parametrize(
     ("use", "changed"),
     [
-        ("return x / scale + x * scale", True),
-        ("return x / scale, scale", False),  # returned as a Python number
-        ("scale = scale * 2\n    return x / scale", False),  # rebound
+        ("return x.float() / scale + x.half() * scale", True),
+        ("return x / scale", False),  # x's dtype is unknown
+        ("return x.float() / scale, scale", False),  # returned as a Python number
+        ("scale = scale * 2\n    return x.float() / scale", False),  # rebound
         ("return x[: int(scale)]", False),
     ],
 )
 def test_item_assigned_to_a_name_only_when_every_use_is_tensor_arithmetic(use: str, changed: bool) -> None:
-    source = f"import torch\n@torch.compile\ndef f(x):\n    scale = x.abs().max().item()\n    {use}\n"
+    source = (
+        f"import torch\n@torch.compile\ndef f(x: torch.Tensor):\n    scale = x.float().abs().max().item()\n    {use}\n"
+    )
     out = fixed(source)
-    assert ("scale = x.abs().max().detach()" in out) is changed
+    assert ("scale = x.float().abs().max().detach()" in out) is changed
     assert fixed(source, ("safe",)) == source
+
+
+HEAD = "import torch\nfrom torch import nn\n\n\n"
+
+
+@pytest.mark.parametrize(
+    ("source", "why"),
+    [
+        (
+            HEAD + "def helper(x: torch.Tensor, flag):\n    if x.sum() > 0 or flag:\n        y = x + 1\n"
+            "    else:\n        y = x * 2\n    return y\n\n\n@torch.compile\ndef f(x: torch.Tensor):\n"
+            "    return helper(x, x.any()) + helper(x, True)\n",
+            "`flag` is a Python bool in one call: torch.logical_or(..., True.bool()) raises",
+        ),
+        (
+            HEAD + "def helper(x: torch.Tensor, done):\n    if done:\n        y = x + 1\n    else:\n        y = x * 2\n"
+            "    return y\n\n\n@torch.compile\ndef f(x: torch.Tensor):\n"
+            "    return helper(x, x.sum() > 0) + helper(x, True)\n",
+            "`done` may be a Python bool: `done.bool()` raises AttributeError",
+        ),
+        (
+            HEAD + "@torch.compile\ndef f(x: torch.Tensor):\n    if x.sum() > 0:\n        y = x.add_(1)\n"
+            "    else:\n        y = x * 2\n    return y\n",
+            "an in-place op in a branch would run whichever side is taken",
+        ),
+        (
+            HEAD + "@torch.compile\ndef f(x: torch.Tensor):\n    y = x.detach()\n    if x.sum() > 0:\n"
+            "        y = x.clone()\n    y.add_(1)\n    return y, x\n",
+            "the original's `y` is x's memory when the branch is not taken; y.add_ changes x there",
+        ),
+        (
+            HEAD + "@torch.compile\ndef f(x: torch.Tensor, u: torch.Tensor):\n    if x.sum() > 0:\n"
+            "        y = x + u\n    else:\n        y = x * 2\n    return y\n",
+            "branches of different shapes: torch.where broadcasts them",
+        ),
+        (
+            HEAD + "@torch.compile\ndef f(x: torch.Tensor):\n    if x.sum() > 0:\n        y = x + 1\n"
+            "    else:\n        y = x * 0.5\n    return y\n",
+            "int64 `x + 1` next to `x * 0.5`: torch.where would make both float",
+        ),
+        (
+            HEAD + "@torch.compile\ndef f(x: torch.Tensor):\n    if x.sum() > 0:\n        y = x + 1\n"
+            "    else:\n        y = x - 1\n    return y\n",
+            "`x - 1` raises on a bool x where `x + 1` does not: the branch not taken must not raise",
+        ),
+        (
+            HEAD + "@torch.compile\ndef f(x):\n    if x.sum() > 0:\n        y = x + 1\n    else:\n        y = x * 2\n"
+            "    return y\n",
+            "an unannotated entry parameter is only assumed to be a tensor",
+        ),
+        (
+            HEAD + "@torch.compile\ndef f(x: torch.Tensor, m: torch.Tensor):\n    if m.all():\n"
+            "        y = x\n    else:\n        y = x[m]\n    return y\n",
+            "masking changes the shape",
+        ),
+        (
+            HEAD + "@torch.compile\ndef f(x: torch.Tensor):\n    if x.float().mean().item() > 0.1:\n"
+            "        y = x + 1\n    else:\n        y = x * 2\n    return y\n",
+            "0.1 is compared in float64 by Python, in the tensor's dtype by torch",
+        ),
+        (
+            HEAD + "@torch.compile\ndef f(x: torch.Tensor, t: torch.Tensor):\n    if t > 0:\n        y = x + 1\n"
+            "    else:\n        y = x * 2\n    return y\n",
+            "`t` may have shape (1, 1, 1): torch.where would add dimensions",
+        ),
+    ],
+)
+def test_rewrites_that_could_break_a_model_are_not_offered(source: str, why: str) -> None:
+    findings = lint_source(source, "m.py")
+    assert any(f.code in ("TCL101", "TCL102", "TCL103") for f in findings), "the example must be a finding"
+    assert fixed(source) == source, why
+
+
+@pytest.mark.parametrize(
+    ("use", "changed"),
+    [
+        ("return x * active", True),
+        ("return x - active", False),  # `-` raises on a bool tensor, not on a Python bool
+        ("return x, active", False),  # the caller gets a tensor where it got a bool
+        ("return active * 2", False),  # a Python number operand: the result becomes a tensor
+    ],
+)
+def test_logical_not_only_where_the_tensor_acts_as_the_bool(use: str, changed: bool) -> None:
+    source = f"import torch\n@torch.compile\ndef f(x: torch.Tensor, done: torch.Tensor):\n    active = not done.all()\n    {use}\n"
+    assert ("torch.logical_not(done.all())" in fixed(source)) is changed
+
+
+def test_guard_is_not_offered_around_arguments_with_side_effects() -> None:
+    source = "import torch\n@torch.compile\ndef f(x: torch.Tensor):\n    print(x.add_(1))\n    print(x.shape)\n    return x\n"
+    out = fixed(source)
+    assert "    print(x.add_(1))\n    if not torch.compiler.is_compiling():\n        print(x.shape)\n" in out

@@ -186,11 +186,30 @@ def top_level_imports(module: cst.Module) -> ImportMap:
     return imports
 
 
+def cr_only(text: str) -> bool:
+    """Old Mac line endings: the analysis counts lines by `\n`, so such a file is fixed as `\n` text
+    (`working_text`) and written back with `\r` (`restore_newlines`)."""
+    return "\r" in text and "\n" not in text
+
+
+def working_text(text: str) -> str:
+    return text.replace("\r", "\n") if cr_only(text) else text
+
+
+def restore_newlines(original: str, fixed: str) -> str:
+    return fixed.replace("\n", "\r") if cr_only(original) else fixed
+
+
 def fix_text(
     text: str, findings: list[Finding], allowed: set[Safety], parsed: tuple[Project, FileIndex] | None = None
 ) -> FixedText:
     """Apply the allowed fixes for `findings` (all from this file) to `text`. `parsed` is the project
-    the findings came from and this file's index in it; without it the file is analysed on its own."""
+    the findings came from and this file's index in it; without it the file is analysed on its own.
+    A file with `\r` line endings is fixed as `working_text` (findings positioned in it) and
+    returned with `\r` again."""
+    if cr_only(text):
+        result = fix_text(working_text(text), findings, allowed, parsed)
+        return FixedText(restore_newlines(text, result.text), result.applied, result.withheld)
     if parsed is None:
         index = parse_source("<fix>", text)
         if not isinstance(index, FileIndex):

@@ -1,7 +1,8 @@
 """`--fix`, `--unsafe-fixes`, `--diff`: fix a whole project in memory (round after round, until
 nothing more applies), then replace each changed file atomically, and only if nobody changed it
-since it was read. Encoding, BOM and line endings are kept. A notebook is fixed as the Python source of its
-code cells (`notebooks`), then written back into its cells, outputs and metadata untouched."""
+since it was read. Encoding, BOM and line endings (`\n`, `\r\n`, and `\r`, fixed as `\n`) are kept. A notebook
+is fixed as the Python source of its code cells (`notebooks`), then written back into its cells, outputs and
+metadata untouched."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ from compile_lint.engine import (
     suppressed_by_noqa,
 )
 from compile_lint.finding import Finding
-from compile_lint.fixes.apply import FixError, fix_text
+from compile_lint.fixes.apply import FixError, fix_text, restore_newlines, working_text
 from compile_lint.fixes.codemods import CODEMODS, Edit, Safety
 from compile_lint.project import Project
 
@@ -48,19 +49,19 @@ class Source:
 @dataclass
 class FilePlan:
     source: Source
-    text: str
+    text: str  # the fixed working text (`\n` for a `\r` file)
     applied: list[Edit]
 
     def encoded(self) -> bytes:
         """Raises NotebookError if a notebook's fixed source cannot be put back into its cells."""
         if notebooks.is_notebook(self.source.path):
             return notebooks.rewrite(self.source.data, self.text)
-        return self.text.encode(self.source.encoding)
+        return restore_newlines(self.source.text, self.text).encode(self.source.encoding)
 
     def diff(self) -> str:
         path = self.source.path
-        lines = difflib.unified_diff(_lines(self.source.text), _lines(self.text), f"a/{path}", f"b/{path}")
-        return "".join(lines)
+        before, after = _lines(working_text(self.source.text)), _lines(self.text)
+        return "".join(difflib.unified_diff(before, after, f"a/{path}", f"b/{path}"))
 
 
 @dataclass
@@ -106,7 +107,7 @@ def _selected(findings: Iterable[Finding], config: Config, texts: dict[str, str]
 
 def plan_fixes(paths: list[str], config: Config, allowed: set[Safety]) -> Plan:
     sources = {s.path: s for s in map(read_source, discover(paths, config)) if s is not None}
-    texts = {path: source.text for path, source in sources.items()}
+    texts = {path: working_text(source.text) for path, source in sources.items()}
     indexes = {path: parse_source(path, text) for path, text in texts.items()}
     applied: dict[str, list[Edit]] = {path: [] for path in sources}
     plan = Plan()
@@ -140,7 +141,7 @@ def plan_fixes(paths: list[str], config: Config, allowed: set[Safety]) -> Plan:
             break
         pending = changed
     plan.withheld = sum(withheld.values())
-    plan.files = [FilePlan(sources[p], texts[p], applied[p]) for p in sources if texts[p] != sources[p].text]
+    plan.files = [FilePlan(sources[p], texts[p], applied[p]) for p in sources if applied[p]]
     plan.files = [file for file in plan.files if _writable(file, plan)]
     return plan
 

@@ -26,6 +26,8 @@ TOP_KEYS = {
     "capture-dynamic-output-shape-ops": "true if the project sets capture_dynamic_output_shape_ops",
     "torch-version": 'the torch release the project runs, e.g. "2.14" (default: the installed torch)',
     "confirm": "table of settings for `--confirm`",
+    "max-file-seconds": "a file needing longer to parse and analyse alone is reported (TCL000) (default 30)",
+    "max-file-mb": "a file needing more memory (MB) to parse and analyse alone is reported (TCL000) (default 1024)",
 }
 CONFIRM_KEYS = {
     "targets": "list of `module:factory` entries",
@@ -66,6 +68,8 @@ class Config:
     capture_dynamic_output_shape_ops: bool = False
     torch_version: str | None = None  # as written; see versions.target_version
     confirm: ConfirmConfig = field(default_factory=ConfirmConfig)
+    max_file_seconds: float = 30.0
+    max_file_mb: int = 1024
 
     def flags(self) -> set[str]:
         names = ("capture_scalar_outputs", "capture_dynamic_output_shape_ops")
@@ -84,7 +88,10 @@ class Config:
 
 
 def _relative(path: str, root: Path) -> str:
-    resolved = Path(path).resolve()
+    try:
+        resolved = Path(path).resolve()
+    except (OSError, RuntimeError):  # a symlink loop: match the path as written
+        return Path(path).as_posix()
     try:
         return resolved.relative_to(root.resolve()).as_posix()
     except ValueError:
@@ -166,6 +173,7 @@ def parse_table(table: dict[str, Any], source: Path) -> Config:
         if versions.parse(written) is None:
             raise ConfigError(f'{source}: `torch-version` must look like "2.14", got {written!r}')
         config.torch_version = written
+    _parse_bounds(table, config, source)
     confirm = _typed(table.get("confirm", {}), dict, "confirm", source)
     _check_keys(confirm, CONFIRM_KEYS, "tool.compile-lint.confirm", source)
     defaults = ConfirmConfig()
@@ -176,3 +184,11 @@ def parse_table(table: dict[str, Any], source: Path) -> Config:
         backend=_typed(confirm.get("backend", defaults.backend), str, "confirm.backend", source),
     )
     return config
+
+
+def _parse_bounds(table: dict[str, Any], config: Config, source: Path) -> None:
+    seconds = float(_typed(table.get("max-file-seconds", config.max_file_seconds), float, "max-file-seconds", source))
+    megabytes = _typed(table.get("max-file-mb", config.max_file_mb), int, "max-file-mb", source)
+    if seconds <= 0 or megabytes <= 0:
+        raise ConfigError(f"{source}: `max-file-seconds` and `max-file-mb` must be > 0")
+    config.max_file_seconds, config.max_file_mb = seconds, megabytes

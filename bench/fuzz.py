@@ -20,6 +20,7 @@ import warnings
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 
 from compile_lint.analysis.source import decode
@@ -174,7 +175,7 @@ def main() -> None:
     tally = Tally()
     rng = random.Random(args.seed)
     kinds: Counter[str] = Counter()
-    for _, (name, data) in zip(range(args.programs), mutated(seed_sources(), rng)):
+    for name, data in islice(mutated(seed_sources(), rng), args.programs):
         kinds.update(name.split("+"))
         check(data, tally)
     for source in grammar_programs(args.grammar, args.seed):

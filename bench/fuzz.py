@@ -178,6 +178,8 @@ def main() -> None:
     for name, data in islice(mutated(seed_sources(), rng), args.programs):
         kinds.update(name.split("+"))
         check(data, tally)
+        if tally.programs % 250 == 0:
+            print(f"... {tally.programs} programs, {len(tally.tracebacks)} tracebacks", flush=True)
     for source in grammar_programs(args.grammar, args.seed):
         check(source.encode(), tally)
     print(f"programs tried: {tally.programs} ({args.programs} mutated torch.nn files, {args.grammar} hypothesmith)")

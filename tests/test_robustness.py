@@ -214,3 +214,13 @@ def test_cache_rebuilds_an_entry_that_does_not_fit(tmp_path: Path, name: str) ->
     assert rebuilt.cached == 0 and rebuilt.findings == cold
     assert json.loads(entry.read_text()) == good
     assert lint([str(tmp_path)], config).cached == 1
+
+
+def test_syntax_newer_than_this_python_is_still_linted_when_libcst_parses_it() -> None:
+    parsed = parse_source("m.py", "type Pair = tuple[int, int]\n\n\ndef first[T](x: list[T]) -> T:\n    return x[0]\n")
+    assert not isinstance(parsed, Finding)
+
+
+def test_invalid_python_gets_pythons_message_through_the_libcst_try() -> None:
+    parsed = parse_source("m.py", "def forward(self, x)\n    return x\n")
+    assert isinstance(parsed, Finding) and parsed.message.endswith("syntax error: expected ':'") and parsed.line == 1

@@ -145,7 +145,11 @@ def _refusal(path: str, module: str, text: str, limits: Limits) -> Finding | Non
     the limits (then it is first tried alone in a bounded child)."""
     tree = guard.python_tree(text)
     if isinstance(tree, SyntaxError):
-        return unreadable(path, f"syntax error: {tree.msg}", tree.lineno or 1, tree.offset or 1)
+        python_error = unreadable(path, f"syntax error: {tree.msg}", tree.lineno or 1, tree.offset or 1)
+        if isinstance(tree, guard.TooComplex) or not guard.can_fork():
+            return python_error
+        # Syntax newer than this Python (3.12's `type` statements on 3.11) may still be libcst's to parse.
+        return python_error if guard.run_bounded(lambda: _lint_alone(path, module, text, True), limits) else None
     in_half_time = guard.depth_for(limits.seconds / 2)
     cost = guard.estimate(text, tree, in_half_time)
     if guard.within_half(cost, limits):
@@ -156,14 +160,16 @@ def _refusal(path: str, module: str, text: str, limits: Limits) -> Finding | Non
         return unreadable(path, f"expressions nested {cost.depth} deep: libcst needs over {seconds} for that; {advice}")
     if not guard.can_fork():
         return unreadable(path, f"estimated to need {cost.seconds:.0f} s and {cost.megabytes:.0f} MB; {advice}")
-    problem = guard.run_bounded(lambda: _lint_alone(path, module, text), limits)
+    problem = guard.run_bounded(lambda: _lint_alone(path, module, text, False), limits)
     return unreadable(path, f"{problem}; {advice}") if problem else None
 
 
-def _lint_alone(path: str, module: str, text: str) -> None:
+def _lint_alone(path: str, module: str, text: str, must_parse: bool) -> None:
     parsed = _index(path, module, text)
     if isinstance(parsed, FileIndex):
         Project([parsed], Options(), (), load_source).findings()
+    elif must_parse:
+        raise ValueError(parsed.message)
 
 
 def _index(path: str, module: str, text: str) -> FileIndex | Finding:

@@ -47,14 +47,23 @@ class Cost:
     depth: int
 
 
+class TooComplex(SyntaxError):
+    """Python's parser gave up on the nesting: libcst must not see the file (it may crash)."""
+
+
+NESTING_MESSAGES = ("too many nested", "too many levels", "too complex")
+
+
 def python_tree(text: str) -> ast.Module | SyntaxError:
     """Python's own parse, or its syntax error (it rejects nesting that would crash libcst)."""
     try:
         return ast.parse(text)
     except SyntaxError as error:
-        return error
-    except (ValueError, RecursionError, MemoryError) as error:  # null bytes; too complex for Python's parser
-        return SyntaxError(str(error) or type(error).__name__)
+        return TooComplex(error.msg, error.args[1]) if error.msg.startswith(NESTING_MESSAGES) else error
+    except ValueError as error:  # null bytes
+        return SyntaxError(str(error))
+    except (RecursionError, MemoryError) as error:
+        return TooComplex(str(error) or type(error).__name__)
 
 
 def estimate(text: str, tree: ast.Module, limit_depth: int) -> Cost:

@@ -58,10 +58,10 @@ def test_nesting_python_accepts_but_libcst_cannot_parse_in_time_is_refused_by_it
 
 
 def test_a_file_over_the_time_bound_is_reported_after_the_bound() -> None:
-    text = "y = " + " + ".join(["x"] * 800) + "\n"  # libcst: about 3 s; too shallow to be refused at sight
-    parsed = parse_source("chain.py", text, Limits(seconds=1.5))
+    text = GOOD + "".join(f"y{i} = f(a, b[{i}]) + g(c)\n" for i in range(3000))  # 90 KB: libcst takes over 0.3 s
+    parsed = parse_source("big.py", text, Limits(seconds=0.05))
     assert isinstance(parsed, Finding)
-    assert "took over 1.5 s" in parsed.message and "max-file-seconds" in parsed.message
+    assert "took over 0.05 s" in parsed.message and "max-file-seconds" in parsed.message
 
 
 def test_a_file_over_the_memory_bound_is_reported() -> None:

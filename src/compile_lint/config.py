@@ -33,6 +33,8 @@ TOP_KEYS = {
     "extend-exclude": "list of globs of files and folders not to lint, besides `exclude`",
     "force-exclude": "true to skip excluded files even when they are named explicitly (pre-commit)",
     "confirm": "table of settings for `--confirm`",
+    "max-file-seconds": "a file needing longer to parse and analyse alone is reported (TCL000) (default 30)",
+    "max-file-mb": "a file needing more memory (MB) to parse and analyse alone is reported (TCL000) (default 1024)",
 }
 CONFIRM_KEYS = {
     "targets": "list of `module:factory` entries; when given, only these run",
@@ -92,6 +94,8 @@ class Config:
     exclude: list[str] = field(default_factory=lambda: list(DEFAULT_EXCLUDE))
     extend_exclude: list[str] = field(default_factory=list)
     force_exclude: bool = False
+    max_file_seconds: float = 30.0
+    max_file_mb: int = 1024
 
     def flags(self) -> set[str]:
         names = ("capture_scalar_outputs", "capture_dynamic_output_shape_ops")
@@ -143,7 +147,10 @@ def _exclude_matchers(patterns: tuple[str, ...]) -> tuple[re.Pattern[str] | None
 def _relative(path: str, root: Path) -> str:
     """`path` from `root`, as posix, with the folders' symlinks resolved (absolute if outside `root`)."""
     folder, name = os.path.split(os.path.abspath(path))
-    resolved = _resolved(folder) / name
+    try:
+        resolved = _resolved(folder) / name
+    except (OSError, RuntimeError):  # a symlink loop: match the path as written
+        return Path(path).as_posix()
     try:
         return resolved.relative_to(_resolved(str(root))).as_posix()
     except ValueError:
@@ -236,6 +243,7 @@ def parse_table(table: dict[str, Any], source: Path) -> Config:
         if versions.parse(written) is None:
             raise ConfigError(f'{source}: `torch-version` must look like "2.14", got {written!r}')
         config.torch_version = written
+    _parse_bounds(table, config, source)
     confirm = _typed(table.get("confirm", {}), dict, "confirm", source)
     _check_keys(confirm, CONFIRM_KEYS, "tool.compile-lint.confirm", source)
     defaults = ConfirmConfig()
@@ -257,3 +265,11 @@ def _positive(table: dict[str, Any], key: str, default: float, kind: type, sourc
     if value <= 0:
         raise ConfigError(f"{source}: `confirm.{key}` must be greater than 0, got {value!r}")
     return kind(value)
+
+
+def _parse_bounds(table: dict[str, Any], config: Config, source: Path) -> None:
+    seconds = float(_typed(table.get("max-file-seconds", config.max_file_seconds), float, "max-file-seconds", source))
+    megabytes = _typed(table.get("max-file-mb", config.max_file_mb), int, "max-file-mb", source)
+    if seconds <= 0 or megabytes <= 0:
+        raise ConfigError(f"{source}: `max-file-seconds` and `max-file-mb` must be > 0")
+    config.max_file_seconds, config.max_file_mb = seconds, megabytes

@@ -7,7 +7,6 @@ findings of a whole run, keyed by every file's content and the options.
 
 from __future__ import annotations
 
-import ast
 import gc
 import hashlib
 import json
@@ -19,15 +18,17 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from functools import cache
 from pathlib import Path
+from typing import get_args
 
 import libcst as cst
 
-from compile_lint import __version__, notebooks
+from compile_lint import __version__, guard, notebooks
 from compile_lint.analysis.index import FileIndex, build_index
 from compile_lint.analysis.packages import relative_module
 from compile_lint.analysis.source import decode, read_source
 from compile_lint.config import Config
-from compile_lint.finding import Finding
+from compile_lint.finding import Finding, Severity, Status
+from compile_lint.guard import Limits
 from compile_lint.project import Options, Project
 from compile_lint.rules import rule_by_code
 from compile_lint.versions import NEWEST, TorchVersion, label, target_version
@@ -39,6 +40,8 @@ NOQA = re.compile(rf"#\s*noqa(?::\s*(?P<codes>{CODES}))?", re.IGNORECASE)
 FILE_NOQA = re.compile(rf"\s*#\s*compile-lint:\s*noqa(?::\s*(?P<codes>{CODES}))?\s*$", re.IGNORECASE)
 UNUSED_NOQA = "TCL902"
 CACHE_DIR = ".compile_lint_cache"
+DEFAULT_LIMITS = Limits()
+PYTHON_LINE_END = re.compile(r"\r\n|\r|\n")  # not str.splitlines: it also splits at \f, \x1c, \u2028...
 IMPORTS = re.compile(r"^\s*(?:from\s+(\.*[\w.]*)\s+import|import\s+([\w.]+))", re.M)
 
 
@@ -52,13 +55,24 @@ class LintResult:
 def discover(paths: Iterable[str], config: Config | None = None) -> list[str]:
     """Python files and notebooks under `paths`, sorted, each once, without the excluded ones. Paths named
     explicitly are taken as given, unless `force_exclude` is set (pre-commit names every changed file)."""
+    return find_files(paths, config)[0]
+
+
+def find_files(paths: Iterable[str], config: Config | None = None) -> tuple[list[str], list[Finding]]:
+    """`discover`, and a TCL000 finding for each folder that cannot be listed and each file that cannot
+    be reached (a symlink loop, a dangling link): those are skipped."""
     config = config or Config()
     found: set[str] = set()
+    errors: list[Finding] = []
+
+    def unlisted(error: OSError) -> None:
+        errors.append(unreadable(str(error.filename), f"cannot list folder: {error.strerror or error}"))
+
     for path in paths:
         if config.force_exclude and config.is_excluded_within(path):
             continue
         if os.path.isdir(path):
-            for folder, dirs, files in os.walk(path):
+            for folder, dirs, files in os.walk(path, onerror=unlisted):
                 dirs[:] = [d for d in dirs if not _excluded_folder(os.path.join(folder, d), config)]
                 found.update(
                     os.path.join(folder, f)
@@ -67,7 +81,14 @@ def discover(paths: Iterable[str], config: Config | None = None) -> list[str]:
                 )
         else:
             found.add(path)
-    return sorted(os.path.normpath(p) for p in found)
+    reachable = []
+    for path in sorted(os.path.normpath(p) for p in found):
+        try:
+            os.stat(path)
+            reachable.append(path)
+        except OSError as error:
+            errors.append(unreadable(path, f"cannot read: {error.strerror or error}"))
+    return reachable, errors
 
 
 def _excluded_folder(folder: str, config: Config) -> bool:
@@ -96,42 +117,85 @@ def options_of(config: Config) -> Options:
     )
 
 
+def limits_of(config: Config) -> Limits:
+    return Limits(seconds=config.max_file_seconds, megabytes=config.max_file_mb)
+
+
 def unreadable(path: str, message: str, line: int = 1, col: int = 1) -> Finding:
     rule = rule_by_code("TCL000")
     assert rule is not None
     return Finding(path, line, col, line, col, rule.code, f"{rule.summary}: {message}", severity="error", fix=rule.fix)
 
 
-def parse_source(path: str, text: str) -> FileIndex | Finding:
+def parse_source(path: str, text: str, limits: Limits = DEFAULT_LIMITS) -> FileIndex | Finding:
     """The file's index, or one TCL000 finding saying why it cannot be linted; never raises."""
-    try:
-        tree = cst.parse_module(text)
-    except cst.ParserSyntaxError as error:
-        return _syntax_error(path, text, error)
-    try:
-        return build_index(path, module_name(path), tree, text)
-    except RecursionError:
-        return unreadable(path, "too deeply nested to analyse")
+    return _guarded_index(path, module_name(path), text, limits)
 
 
-def parse_bytes(path: str, data: bytes) -> FileIndex | Finding:
+def parse_bytes(path: str, data: bytes, limits: Limits = DEFAULT_LIMITS) -> FileIndex | Finding:
     try:
         text = decode(data)
     except (UnicodeDecodeError, SyntaxError, LookupError) as error:
         return unreadable(path, f"cannot decode: {error}")
-    return parse_source(path, text)
+    return parse_source(path, text, limits)
 
 
-def _syntax_error(path: str, text: str, error: cst.ParserSyntaxError) -> Finding:
-    """Python's own message and location when it agrees the file is invalid: they are clearer."""
+# -- the guarded parse -------------------------------------------------------------------------------
+LONE_CR = re.compile(r"\r(?!\n)")
+
+
+def _guarded_index(path: str, module: str, text: str, limits: Limits) -> FileIndex | Finding:
+    if "\r" in text:  # Python ends a line at a lone CR; libcst and the span recorder need LF to count it
+        text = LONE_CR.sub("\n", text)
+    refused = _refusal(path, module, text, limits)
+    return refused if refused is not None else _index(path, module, text)
+
+
+def _refusal(path: str, module: str, text: str, limits: Limits) -> Finding | None:
+    """A TCL000 finding if the file must not reach libcst here: Python rejects it, or it would run over
+    the limits (then it is first tried alone in a bounded child)."""
+    tree = guard.python_tree(text)
+    if isinstance(tree, SyntaxError):
+        python_error = unreadable(path, f"syntax error: {tree.msg}", tree.lineno or 1, tree.offset or 1)
+        if isinstance(tree, guard.TooComplex) or not guard.can_fork():
+            return python_error
+        # Syntax newer than this Python (3.12's `type` statements on 3.11) may still be libcst's to parse.
+        return python_error if guard.run_bounded(lambda: _lint_alone(path, module, text, True), limits) else None
+    in_half_time = guard.depth_for(limits.seconds / 2)
+    cost = guard.estimate(text, tree, in_half_time)
+    if guard.within_half(cost, limits):
+        return None
+    advice = "raise max-file-seconds / max-file-mb in [tool.compile-lint] to lint it"
+    if cost.depth > in_half_time and guard.cheapest_seconds(cost.depth) > limits.seconds:
+        seconds = f"{limits.seconds:g} s"
+        return unreadable(path, f"expressions nested {cost.depth} deep: libcst needs over {seconds} for that; {advice}")
+    if not guard.can_fork():
+        return unreadable(path, f"estimated to need {cost.seconds:.0f} s and {cost.megabytes:.0f} MB; {advice}")
+    problem = guard.run_bounded(lambda: _lint_alone(path, module, text, False), limits)
+    return unreadable(path, f"{problem}; {advice}") if problem else None
+
+
+def _lint_alone(path: str, module: str, text: str, must_parse: bool) -> None:
+    parsed = _index(path, module, text)
+    if isinstance(parsed, FileIndex):
+        Project([parsed], Options(), (), load_source).findings()
+    elif must_parse:
+        raise ValueError(parsed.message)
+
+
+def _index(path: str, module: str, text: str) -> FileIndex | Finding:
     try:
-        ast.parse(text)
-    except SyntaxError as python_error:
-        line, col = python_error.lineno or 1, python_error.offset or 1
-        return unreadable(path, f"syntax error: {python_error.msg}", line, col)
-    except (ValueError, RecursionError, MemoryError):
-        pass
-    return unreadable(path, f"syntax error: {error.message}", error.raw_line, error.raw_column + 1)
+        tree = cst.parse_module(text)
+    except cst.ParserSyntaxError as error:
+        message = (
+            f"Python accepts it but libcst's parser does not ({error.message}); odd whitespace such as a "
+            "backslash continuation before indentation is a known cause"
+        )
+        return unreadable(path, message, error.raw_line, error.raw_column + 1)
+    try:
+        return build_index(path, module, tree, text)
+    except RecursionError:
+        return unreadable(path, "too deeply nested to analyse")
 
 
 @cache
@@ -139,9 +203,10 @@ def load_source(path: str, module: str) -> FileIndex | None:
     """A file the linted code imports from (never reported on); None if it cannot be parsed."""
     try:
         text = read_source(path)
-        return build_index(path, module, cst.parse_module(text), text)
-    except (OSError, UnicodeDecodeError, SyntaxError, LookupError, cst.ParserSyntaxError, RecursionError):
+    except (OSError, UnicodeDecodeError, SyntaxError, LookupError):
         return None
+    parsed = _guarded_index(path, module, text, DEFAULT_LIMITS)
+    return parsed if isinstance(parsed, FileIndex) else None
 
 
 @contextmanager
@@ -157,14 +222,14 @@ def _without_cycle_collection() -> Iterator[None]:
             gc.enable()
 
 
-def analyze(items: list[tuple[str, bytes]], options: Options) -> list[Finding]:
+def analyze(items: list[tuple[str, bytes]], options: Options, limits: Limits = DEFAULT_LIMITS) -> list[Finding]:
     """Findings of the files as one project (no noqa or select filtering)."""
     with _without_cycle_collection():
-        return _analyze(items, options)
+        return _analyze(items, options, limits)
 
 
-def _analyze(items: list[tuple[str, bytes]], options: Options) -> list[Finding]:
-    indexes, errors = parse_all(items)
+def _analyze(items: list[tuple[str, bytes]], options: Options, limits: Limits) -> list[Finding]:
+    indexes, errors = parse_all(items, limits)
     try:
         return Project(indexes, options, errors, load_source).findings()
     except RecursionError:
@@ -193,12 +258,12 @@ def read_linted(path: str) -> bytes:
     return Path(path).read_bytes()
 
 
-def parse_all(items: list[tuple[str, bytes]]) -> tuple[list[FileIndex], list[Finding]]:
+def parse_all(items: list[tuple[str, bytes]], limits: Limits = DEFAULT_LIMITS) -> tuple[list[FileIndex], list[Finding]]:
     """The index of every file that parses, and a TCL000 finding for each that does not."""
     indexes: list[FileIndex] = []
     errors: list[Finding] = []
     for path, data in items:
-        parsed = parse_bytes(path, data)
+        parsed = parse_bytes(path, data, limits)
         if isinstance(parsed, Finding):
             errors.append(parsed)
         else:
@@ -208,9 +273,10 @@ def parse_all(items: list[tuple[str, bytes]]) -> tuple[list[FileIndex], list[Fin
 
 def build_project(paths: list[str], config: Config) -> Project:
     """The project of these paths, for what needs more than findings (confirm's targets, --show-regions)."""
-    items, unreadable_files = read_all(discover(paths, config))
-    indexes, errors = parse_all(items)
-    return Project(indexes, options_of(config), unreadable_files + errors, load_source)
+    files, unlisted = find_files(paths, config)
+    items, unreadable_files = read_all(files)
+    indexes, errors = parse_all(items, limits_of(config))
+    return Project(indexes, options_of(config), unlisted + unreadable_files + errors, load_source)
 
 
 # -- parallel groups ---------------------------------------------------------------------------------
@@ -247,19 +313,19 @@ def _prefixes(module: str) -> list[str]:
     return [".".join(parts[:i]) for i in range(len(parts), 0, -1)]
 
 
-def _analyze_group(job: tuple[list[tuple[str, bytes]], Options]) -> list[dict[str, object]]:
+def _analyze_group(job: tuple[list[tuple[str, bytes]], Options, Limits]) -> list[dict[str, object]]:
     return [asdict(f) for f in analyze(*job)]
 
 
-def _run(items: list[tuple[str, bytes]], options: Options, jobs: int) -> list[Finding]:
+def _run(items: list[tuple[str, bytes]], options: Options, limits: Limits, jobs: int) -> list[Finding]:
     groups = import_groups(items) if jobs > 1 else [items]
     if len(groups) < 2:
-        return analyze(items, options)
+        return analyze(items, options, limits)
     batches: list[list[tuple[str, bytes]]] = [[] for _ in range(min(jobs * 4, len(groups)))]
     for group in sorted(groups, key=lambda g: -sum(len(d) for _, d in g)):
         min(batches, key=lambda b: sum(len(d) for _, d in b)).extend(group)
     with ProcessPoolExecutor(max_workers=jobs) as pool:
-        results = pool.map(_analyze_group, [(batch, options) for batch in batches if batch])
+        results = pool.map(_analyze_group, [(batch, options, limits) for batch in batches if batch])
         return [Finding(**f) for batch in results for f in batch]  # type: ignore[arg-type]
 
 
@@ -280,17 +346,22 @@ class RunCache:
     def __init__(self, root: Path, torch_version: TorchVersion) -> None:
         self.folder = root / CACHE_DIR / f"{engine_fingerprint()}-torch{label(torch_version)}"
 
-    def key(self, items: list[tuple[str, bytes]], options: Options) -> str:
-        digest = hashlib.sha256(repr(sorted(asdict(options).items())).encode())
+    def key(self, items: list[tuple[str, bytes]], options: Options, limits: Limits = DEFAULT_LIMITS) -> str:
+        digest = hashlib.sha256(repr((sorted(asdict(options).items()), limits)).encode())
         for path, data in items:
             digest.update(path.encode() + b"\0" + hashlib.sha256(data).digest())
         return digest.hexdigest()
 
     def get(self, key: str) -> list[Finding] | None:
+        """The entry's findings, or None (then it is rebuilt) if it is missing, truncated or does not fit."""
         try:
-            return [Finding(**f) for f in json.loads((self.folder / f"{key}.json").read_text())]
-        except (OSError, ValueError, KeyError, TypeError):
+            entry = json.loads((self.folder / f"{key}.json").read_text())
+        except (OSError, ValueError):
             return None
+        if not isinstance(entry, list):
+            return None
+        findings = [_finding_from_json(item) for item in entry]
+        return None if None in findings else findings  # type: ignore[return-value]
 
     def put(self, key: str, findings: list[Finding]) -> None:
         try:
@@ -303,6 +374,27 @@ class RunCache:
             temporary.replace(self.folder / f"{key}.json")
         except OSError:
             pass  # a read-only tree lints fine, just without a cache
+
+
+FINDING_FIELDS: dict[str, tuple[type, ...]] = {
+    "path": (str,), "line": (int,), "col": (int,), "end_line": (int,), "end_col": (int,), "code": (str,),
+    "message": (str,), "gb_codes": (list,), "severity": (str,), "fix": (str,), "status": (str,),
+    "function": (str, type(None)), "details": (dict,), "path_condition": (str,),
+}  # fmt: skip
+CHOICES = {"severity": get_args(Severity), "status": get_args(Status)}
+
+
+def _finding_from_json(item: object) -> Finding | None:
+    """A finding as the cache wrote it, or None if `item` is anything else."""
+    if not isinstance(item, dict) or set(item) != set(FINDING_FIELDS):
+        return None
+    for name, kinds in FINDING_FIELDS.items():
+        value = item[name]
+        if not isinstance(value, kinds) or isinstance(value, bool) or value not in CHOICES.get(name, (value,)):
+            return None
+    if not all(isinstance(code, str) for code in item["gb_codes"]):
+        return None
+    return Finding(**item)
 
 
 # -- filters -----------------------------------------------------------------------------------------
@@ -359,7 +451,7 @@ class LintedText:
                 text = decode(data) if data is not None else read_source(path)
         except (OSError, UnicodeDecodeError, SyntaxError, LookupError, notebooks.NotebookError):
             text = ""
-        lines = text.splitlines()
+        lines = PYTHON_LINE_END.split(text)
         return cls(lines, file_noqa(lines), notebook)
 
 
@@ -443,15 +535,16 @@ def lint_source(
 
 
 def lint(paths: list[str], config: Config, jobs: int = 1, use_cache: bool = True) -> LintResult:
-    files = discover(paths, config)
-    options = options_of(config)
-    items, errors = read_all(files)
+    files, unlisted = find_files(paths, config)
+    options, limits = options_of(config), limits_of(config)
+    items, unread = read_all(files)
+    errors = unlisted + unread
     store = RunCache(config.root, options.torch_version) if use_cache else None
-    key = store.key(items, options) if store else ""
+    key = store.key(items, options, limits) if store else ""
     findings = store.get(key) if store else None
     cached = len(items) if findings is not None else 0
     if findings is None:
-        findings = _run(items, options, jobs)
+        findings = _run(items, options, limits, jobs)
         if store is not None:
             store.put(key, findings)
     return LintResult(apply_filters(errors + findings, config, items), len(files), cached)

@@ -379,7 +379,7 @@ class RunCache:
 FINDING_FIELDS: dict[str, tuple[type, ...]] = {
     "path": (str,), "line": (int,), "col": (int,), "end_line": (int,), "end_col": (int,), "code": (str,),
     "message": (str,), "gb_codes": (list,), "severity": (str,), "fix": (str,), "status": (str,),
-    "function": (str, type(None)), "details": (dict,), "path_condition": (str,),
+    "function": (str, type(None)), "details": (dict,), "path_condition": (str,), "cell": (int, type(None)),
 }  # fmt: skip
 CHOICES = {"severity": get_args(Severity), "status": get_args(Status)}
 

@@ -26,7 +26,7 @@ def steps(model: str) -> list[tuple[str, list[str]]]:
         ("Static pass: no torch import, a second or two", [model]),
         (
             "Real Dynamo: a status per finding, eager against compiled time",
-            ["--confirm", "--timing", model],
+            ["--confirm", "--timing", "--target", f"{model}:make", model],
         ),
     ]
 

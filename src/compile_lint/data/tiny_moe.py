@@ -70,5 +70,6 @@ class TinyMoE(nn.Module):
 model = torch.compile(TinyMoE())
 
 
-def compile_lint_targets():
+def make():
+    """The model and its inputs, for `compile-lint --confirm --target tiny_moe.py:make`."""
     return (model, (torch.randint(0, 256, (2, 16)),))

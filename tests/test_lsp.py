@@ -26,7 +26,7 @@ from fixture_support import FIXTURES
 TIMEOUT = 60.0
 SCALE = "import torch\n\n\n@torch.compile\ndef scale(x):\n    return x / x.abs().max().item()\n"
 FIXED = "import torch\n\n\n@torch.compile\ndef scale(x):\n    return x / x.abs().max().detach()\n"
-BRANCH = "import torch\n\n\n@torch.compile\ndef step(x):\n    if x.sum() > 0:\n        return x + 1\n    return x - 1\n"
+BRANCH = "import torch\n\n\n@torch.compile\ndef step(x: torch.Tensor):\n    if x.sum() > 0:\n        return x + 1\n    return x * 3\n"
 Published = dict[str, types.PublishDiagnosticsParams]
 
 
@@ -203,7 +203,7 @@ def test_diagnostics_fixes_and_hover(tmp_path: Path) -> None:
             [where] = [a for a in await lsp.actions(step_uri, branch) if "noqa" not in a.title]
             assert where.title.endswith("(unsafe)") and not where.is_preferred
             assert where.edit is not None and where.edit.changes is not None
-            assert "torch.where(x.sum() > 0, x + 1, x - 1)" in apply(BRANCH, where.edit.changes[step_uri])
+            assert "torch.where(x.sum() > 0, x + 1, x * 3)" in apply(BRANCH, where.edit.changes[step_uri])
 
     asyncio.run(scenario())
 

@@ -153,3 +153,19 @@ def test_rewritten_lines_skip_the_added_torch_import(tmp_path: Path) -> None:
         "if not torch.compiler.is_compiling():",
         "print(x)",
     ]
+
+
+def test_a_fix_whose_rewritten_lines_still_break_is_reported_as_such(tmp_path: Path) -> None:
+    """No codemod is known to keep its break any more (the unsafe ones need proofs); the verdict stays checked."""
+    from compile_lint.confirm.fix_check import FixedFile, _judge
+
+    (finding,) = [f for f in lint_source(MODEL, "model.py") if f.line == 7]
+    fixed = FixedFile("unsafe", "torch.where", MODEL, "utf-8", (7, 7))
+    copy = str(tmp_path / "model.py")
+    brk = {"user_file": copy, "user_line": 7, "user_function": "step", "frame_skip": False, "chain": []}
+    reply = {"outcome": "ok", "runs": [{"outcome": "ok", "breaks": [{**brk, "gb_code": "GB0124", "gb_type": "t"}]}]}
+    verdict = _judge(finding, fixed, copy, reply)
+    assert verdict["compiles_without_break"] is False
+    assert verdict["still_breaks"] == {"line": 7, "gb_code": "GB0124", "gb_type": "t"}
+    no_break = {"outcome": "ok", "runs": [{"outcome": "ok", "breaks": [], "executed": {copy: [7]}}]}
+    assert _judge(finding, fixed, copy, no_break)["compiles_without_break"] is True

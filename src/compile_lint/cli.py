@@ -41,7 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="compile-lint",
         description="Find torch.compile graph breaks and recompiles before you profile. "
         "Also: `compile-lint rules` lists the rules, `compile-lint rule TCL101` explains one, "
-        "`compile-lint lsp` runs the language server.",
+        "`compile-lint lsp` runs the language server, `compile-lint demo` shows it all on a small model.",
     )
     parser.add_argument(
         "paths", nargs="*", default=["."], help="files, folders or notebooks (.ipynb) to lint (default: .)"

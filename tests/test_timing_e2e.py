@@ -61,7 +61,11 @@ def broken(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Pa
     code, report, stderr = run_cli(
         "timing-broken", BROKEN, "--target", f"{BROKEN}:make", "--html", str(html), "--repro-dir", str(repro)
     )
-    assert code == 1, stderr  # the break is confirmed
+    # The break is confirmed (1), and the float64 set raises, eagerly too, so --confirm could not check that
+    # input set: 3 wins over 1. The measurement still flags it (`raised`).
+    assert code == 3, stderr
+    assert "not checked: fixtures/timing/_model.py:make [#3 Block] (raised)" in stderr
+    assert any(f["status"] == "confirmed" for f in report["findings"])
     return target(report, f"{BROKEN}:make [#0 Block]"), html, repro
 
 
@@ -130,8 +134,11 @@ def test_the_fix_removes_the_gap_and_improves_the_speedup(
 ) -> None:
     assert fixed["coverage"]["breaks"] == [] and fixed["coverage"]["graphs_per_step"] == 1
     assert fixed["timing"]["breaks"] == 0
-    assert fixed["timing"]["compiled"]["median_ms"] < broken[0]["timing"]["compiled"]["median_ms"]
-    assert fixed["timing"]["speedup"] > broken[0]["timing"]["speedup"]
+    # The speed-up over one eager baseline: each run's own eager median is as noisy as its compiled one on a
+    # shared box (the reported speed-ups did flip here once), and the fix barely changes the eager cost.
+    eager = min(fixed["timing"]["eager"]["median_ms"], broken[0]["timing"]["eager"]["median_ms"])
+    before, after = broken[0]["timing"]["compiled"]["median_ms"], fixed["timing"]["compiled"]["median_ms"]
+    assert eager / after > eager / before
     grown = fixed["timing"]["input_sets"]  # no input sets given: the batch grows by one, then two
     assert [s["inputs"][0] for s in grown] == ["float32[32, 64] cpu", "float32[33, 64] cpu", "float32[34, 64] cpu"]
     assert [s["recompiled"] for s in grown] == [False, True, False]

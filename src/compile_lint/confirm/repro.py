@@ -9,6 +9,18 @@ from typing import Any
 from compile_lint import __version__
 from compile_lint.finding import Finding
 
+LOAD_TARGET = '''\
+sys.path.insert(0, {root!r})
+mod = importlib.import_module({module!r})
+
+
+def _entry(produced, index):
+    """The factory protocol: (fn, args), (fn, args, kwargs), or a list of those."""
+    entry = (produced if isinstance(produced, list) else [produced])[index]
+    args = entry[1] if isinstance(entry[1], (tuple, list)) else (entry[1],)
+    return entry[0], tuple(args), dict(entry[2]) if len(entry) == 3 else {{}}
+'''
+
 TEMPLATE = '''\
 """Reproduces a graph break found by `compile-lint --confirm`.
 
@@ -28,16 +40,7 @@ import sys
 import torch
 import torch._dynamo
 
-sys.path.insert(0, {root!r})
-mod = importlib.import_module({module!r})
-
-
-def _entry(produced, index):
-    """The factory protocol: (fn, args), (fn, args, kwargs), or a list of those."""
-    entry = (produced if isinstance(produced, list) else [produced])[index]
-    args = entry[1] if isinstance(entry[1], (tuple, list)) else (entry[1],)
-    return entry[0], tuple(args), dict(entry[2]) if len(entry) == 3 else {{}}
-
+{load_target}
 
 torch.manual_seed(0)
 {setup}
@@ -45,6 +48,11 @@ torch.manual_seed(0)
 torch._dynamo.reset()
 torch.compile(fn, backend={backend!r})(*args, **kwargs)
 '''
+
+
+def load_target(root: str, module: str) -> str:
+    """What every generated script starts with: the user's module imported, and the factory protocol read."""
+    return LOAD_TARGET.format(root=root, module=module)
 
 
 def script(finding: Finding, brk: dict[str, Any], run: dict[str, Any], environment: dict[str, Any], name: str) -> str:
@@ -65,8 +73,7 @@ def script(finding: Finding, brk: dict[str, Any], run: dict[str, Any], environme
         version=__version__,
         backend=run["backend"],
         name=name,
-        root=run["root"],
-        module=run["module"],
+        load_target=load_target(run["root"], run["module"]),
         setup=repro["setup"],
         inputs=inputs,
     )

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from compile_lint import __version__
 from compile_lint.confirm.plan import TargetSpec
+from compile_lint.confirm.repro import load_target
 
 if TYPE_CHECKING:
     from compile_lint.confirm.measure import MeasureOptions
@@ -40,16 +41,7 @@ import torch
 import torch._dynamo
 from torch._dynamo.utils import get_compilation_metrics
 
-sys.path.insert(0, {root!r})
-mod = importlib.import_module({module!r})
-
-
-def _entry(produced, index):
-    """The factory protocol: (fn, args), (fn, args, kwargs), or a list of those."""
-    entry = (produced if isinstance(produced, list) else [produced])[index]
-    args = entry[1] if isinstance(entry[1], (tuple, list)) else (entry[1],)
-    return entry[0], tuple(args), dict(entry[2]) if len(entry) == 3 else {{}}
-
+{load_target}
 
 def clock():
     """Every timing point waits for the device in use (nothing to wait for on CPU)."""
@@ -148,8 +140,7 @@ def write_timing_script(
         compiled_ms=timing["compiled"]["median_ms"],
         speedup=timing["speedup"],
         name=name,
-        root=spec.root,
-        module=spec.module,
+        load_target=load_target(spec.root, spec.module),
         setup=repro["setup"],
         inputs=inputs,
         tolerance=""

@@ -12,7 +12,10 @@ as `--target` (returns `(fn, args)`, `(fn, args, kwargs)` or a list of them).
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 from compile_lint import versions
@@ -83,3 +86,15 @@ def expected_codes(path: Path, version: TorchVersion) -> dict[int, set[str]]:
 
 def record_path(version: TorchVersion) -> Path:
     return OBSERVED / f"torch-{versions.label(version)}.json"
+
+
+def run_compile_lint(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """The CLI in a child process, without the cache, with room for long lines."""
+    return subprocess.run(
+        [sys.executable, "-m", "compile_lint", "--no-cache", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, "COLUMNS": "200"},
+        timeout=120,
+    )

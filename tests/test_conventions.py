@@ -4,9 +4,6 @@ unused noqa (TCL902) and --add-noqa."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,19 +11,9 @@ import pytest
 from compile_lint.config import ConfigError, load_config
 from compile_lint.engine import discover, lint
 from compile_lint.fixes.noqa import with_noqa
+from fixture_support import run_compile_lint
 
 STEP = "import torch\n\n@torch.compile\ndef step(x):\n    x = x / x.abs().max().item(){noqa}\n    return x\n"
-
-
-def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "compile_lint", "--no-cache", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env={**os.environ, "COLUMNS": "200"},
-        timeout=120,
-    )
 
 
 def project(folder: Path, table: str = "") -> Path:
@@ -60,18 +47,20 @@ def test_exclude_replaces_the_defaults_and_the_cli_can_replace_or_extend(tmp_pat
     for name in ("build/x.py", "legacy/y.py", "main.py"):
         write(tmp_path / name, STEP.format(noqa=""))
     assert {p for p, _, _ in codes(tmp_path, ".")} == {"x.py", "main.py"}
-    listed = run(".", "--exclude", "build", "--extend-exclude", "main.py", "--format", "json", cwd=tmp_path)
+    listed = run_compile_lint(
+        ".", "--exclude", "build", "--extend-exclude", "main.py", "--format", "json", cwd=tmp_path
+    )
     assert {Path(f["path"]).as_posix() for f in json.loads(listed.stdout)["findings"]} == {"legacy/y.py"}
 
 
 def test_explicit_paths_are_linted_unless_force_exclude(tmp_path: Path) -> None:
     project(tmp_path, 'extend-exclude = ["legacy"]\n')
     write(tmp_path / "legacy" / "old.py", STEP.format(noqa=""))
-    assert run("legacy/old.py", cwd=tmp_path).returncode == 1
-    forced = run("legacy/old.py", "--force-exclude", cwd=tmp_path)
+    assert run_compile_lint("legacy/old.py", cwd=tmp_path).returncode == 1
+    forced = run_compile_lint("legacy/old.py", "--force-exclude", cwd=tmp_path)
     assert forced.returncode == 0 and "no findings in 0 files" in forced.stdout
     project(tmp_path, 'extend-exclude = ["legacy"]\nforce-exclude = true\n')
-    assert run("legacy/old.py", cwd=tmp_path).returncode == 0
+    assert run_compile_lint("legacy/old.py", cwd=tmp_path).returncode == 0
 
 
 def test_exclude_must_be_a_list_of_strings(tmp_path: Path) -> None:
@@ -83,17 +72,17 @@ def test_exclude_must_be_a_list_of_strings(tmp_path: Path) -> None:
 # -- output ------------------------------------------------------------------------------------------
 def test_concise_prints_one_line_per_finding_and_full_is_the_default(tmp_path: Path) -> None:
     write(tmp_path / "step.py", STEP.format(noqa="") + "print(1)\n")
-    concise = run("step.py", "--output-format", "concise", cwd=tmp_path).stdout.splitlines()
+    concise = run_compile_lint("step.py", "--output-format", "concise", cwd=tmp_path).stdout.splitlines()
     assert concise[0].startswith("step.py:5:13: TCL101 `.item()`") and concise[1].startswith("Found 1 finding")
-    full = run("step.py", "--output-format", "full", cwd=tmp_path).stdout
-    assert full == run("step.py", cwd=tmp_path).stdout and "= fix:" in full
+    full = run_compile_lint("step.py", "--output-format", "full", cwd=tmp_path).stdout
+    assert full == run_compile_lint("step.py", cwd=tmp_path).stdout and "= fix:" in full
 
 
 def test_output_file_gets_the_report_and_stdout_stays_empty(tmp_path: Path) -> None:
     write(tmp_path / "step.py", STEP.format(noqa=""))
-    result = run("step.py", "--format", "json", "-o", "out/report.json", cwd=tmp_path)
+    result = run_compile_lint("step.py", "--format", "json", "-o", "out/report.json", cwd=tmp_path)
     assert result.returncode == 2 and "cannot write out/report.json" in result.stderr  # no such folder
-    result = run("step.py", "--format", "json", "--output-file", "report.json", cwd=tmp_path)
+    result = run_compile_lint("step.py", "--format", "json", "--output-file", "report.json", cwd=tmp_path)
     assert result.returncode == 1 and result.stdout == ""
     assert [f["code"] for f in json.loads((tmp_path / "report.json").read_text())["findings"]] == ["TCL101"]
 
@@ -101,9 +90,9 @@ def test_output_file_gets_the_report_and_stdout_stays_empty(tmp_path: Path) -> N
 def test_statistics_count_findings_per_code(tmp_path: Path) -> None:
     body = "    print(x)\n    x = x / x.abs().max().item()\n"
     write(tmp_path / "step.py", STEP.format(noqa="").replace("    return x\n", body * 2 + "    return x\n"))
-    text = run("step.py", "--statistics", cwd=tmp_path).stdout.splitlines()
+    text = run_compile_lint("step.py", "--statistics", cwd=tmp_path).stdout.splitlines()
     assert text[:2] == ["3  TCL101  [*] tensor-item", "2  TCL201  [-] print-in-region"]
-    rows = json.loads(run("step.py", "--statistics", "--format", "json", cwd=tmp_path).stdout)
+    rows = json.loads(run_compile_lint("step.py", "--statistics", "--format", "json", cwd=tmp_path).stdout)
     assert rows == [
         {"code": "TCL101", "name": "tensor-item", "count": 3, "fixable": "safe"},
         {"code": "TCL201", "name": "print-in-region", "count": 2, "fixable": "unsafe"},
@@ -112,10 +101,12 @@ def test_statistics_count_findings_per_code(tmp_path: Path) -> None:
 
 def test_show_fixes_marks_what_fix_and_unsafe_fixes_would_do(tmp_path: Path) -> None:
     write(tmp_path / "step.py", STEP.format(noqa="").replace("    return x\n", "    print(x)\n    return x\n"))
-    shown = run("step.py", "--show-fixes", cwd=tmp_path).stdout
+    shown = run_compile_lint("step.py", "--show-fixes", cwd=tmp_path).stdout
     assert "TCL101 [*] `.item()`" in shown and "= --fix would: `.item()` -> `.detach()`" in shown
     assert "TCL201 [*unsafe]" in shown and "= --unsafe-fixes would: call skipped while compiling" in shown
-    findings = json.loads(run("step.py", "--show-fixes", "--format", "json", cwd=tmp_path).stdout)["findings"]
+    findings = json.loads(run_compile_lint("step.py", "--show-fixes", "--format", "json", cwd=tmp_path).stdout)[
+        "findings"
+    ]
     assert [f["details"]["autofix"]["safety"] for f in findings] == ["safe", "unsafe"]
 
 
@@ -149,26 +140,26 @@ def test_unused_noqa_is_opt_in_and_names_unused_and_unknown_codes(tmp_path: Path
     ]
     project(tmp_path)
     assert codes(tmp_path, ".") == []  # off by default
-    only_tcl9 = run(".", "--select", "TCL9", cwd=tmp_path).stdout  # TCL101 is not selected: not judged
+    only_tcl9 = run_compile_lint(".", "--select", "TCL9", cwd=tmp_path).stdout  # TCL101 is not selected: not judged
     assert "stale.py:1:8: TCL902" in only_tcl9 and "(unknown: TCL999)" in only_tcl9
 
 
 def test_unused_noqa_leaves_codes_that_are_not_selected_alone(tmp_path: Path) -> None:
     write(tmp_path / "step.py", "x = 1  # noqa: TCL201\n")
-    assert "TCL902" in run("step.py", "--extend-select", "TCL902", cwd=tmp_path).stdout
-    assert run("step.py", "--extend-select", "TCL902", "--ignore", "TCL2", cwd=tmp_path).returncode == 0
+    assert "TCL902" in run_compile_lint("step.py", "--extend-select", "TCL902", cwd=tmp_path).stdout
+    assert run_compile_lint("step.py", "--extend-select", "TCL902", "--ignore", "TCL2", cwd=tmp_path).returncode == 0
 
 
 def test_add_noqa_baselines_a_tree_that_then_lints_clean(tmp_path: Path) -> None:
     step = STEP.format(noqa="  # noqa: E501").replace("    return x\n", "    print(x)  # type: ignore\n    return x\n")
     path = write(tmp_path / "step.py", step)
-    result = run(".", "--add-noqa", cwd=tmp_path)
+    result = run_compile_lint(".", "--add-noqa", cwd=tmp_path)
     assert result.returncode == 0 and "Added 2 noqa codes in 1 file." in result.stdout
     assert path.read_text() == step.replace("# noqa: E501", "# noqa: E501, TCL101").replace(
         "# type: ignore", "# type: ignore  # noqa: TCL201"
     )
-    assert run(".", "--extend-select", "TCL902", cwd=tmp_path).returncode == 0
-    assert "Added 0 noqa codes in 0 files." in run(".", "--add-noqa", cwd=tmp_path).stdout
+    assert run_compile_lint(".", "--extend-select", "TCL902", cwd=tmp_path).returncode == 0
+    assert "Added 0 noqa codes in 0 files." in run_compile_lint(".", "--add-noqa", cwd=tmp_path).stdout
 
 
 def test_add_noqa_leaves_lines_that_end_inside_a_string_or_continue() -> None:
@@ -188,8 +179,8 @@ def test_fix_takes_unused_codes_out_of_noqa_comments_when_tcl902_is_selected(tmp
     ]
     path = write(tmp_path / "step.py", "import torch\n\n@torch.compile\ndef step(x):\n" + "\n".join(lines) + "\n")
     untouched = path.read_text()
-    assert "Removed" not in run("step.py", "--fix", cwd=tmp_path).stdout  # TCL902 not selected
-    result = run("step.py", "--fix", "--extend-select", "TCL902", cwd=tmp_path)
+    assert "Removed" not in run_compile_lint("step.py", "--fix", cwd=tmp_path).stdout  # TCL902 not selected
+    result = run_compile_lint("step.py", "--fix", "--extend-select", "TCL902", cwd=tmp_path)
     assert "Removed 3 unused noqa codes." in result.stdout
     assert path.read_text() == untouched.replace("  # noqa: TCL201\n", "\n").replace("TCL201, TCL999, E501", "E501")
     assert result.returncode == 1 and "step.py:8:15: TCL902" in result.stdout  # text after the codes: left alone

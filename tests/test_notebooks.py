@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,19 +16,9 @@ from compile_lint.config import Config
 from compile_lint.confirm.plan import NOTEBOOK_NOT_RUN, automatic_specs
 from compile_lint.engine import build_project, discover, lint
 from compile_lint.notebooks import PLACEHOLDER, NotebookError, from_cells, from_json, rewrite
+from fixture_support import run_compile_lint
 
 STEP = "@torch.compile\ndef step(x):\n    x = x / x.abs().max().item()\n    print('done')\n    return x"
-
-
-def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "compile_lint", "--no-cache", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env={**os.environ, "COLUMNS": "200"},
-        timeout=120,
-    )
 
 
 def notebook(*cells: nbformat.NotebookNode, language: str = "python") -> nbformat.NotebookNode:
@@ -127,22 +114,22 @@ def test_a_notebook_of_another_kernel_has_no_python() -> None:
 # -- linting -----------------------------------------------------------------------------------------
 def test_findings_are_reported_on_their_cell_in_every_format(tmp_path: Path) -> None:
     demo(tmp_path)
-    full = run("demo.ipynb", cwd=tmp_path)
+    full = run_compile_lint("demo.ipynb", cwd=tmp_path)
     assert full.returncode == 1, full.stderr
     assert "demo.ipynb:cell 3:3:13: TCL101" in full.stdout and "demo.ipynb:cell 3:4:5: TCL201" in full.stdout
     assert "    3 |     x = x / x.abs().max().item()" in full.stdout  # the line of the cell, marked
-    concise = run("demo.ipynb", "--output-format", "concise", cwd=tmp_path).stdout.splitlines()
+    concise = run_compile_lint("demo.ipynb", "--output-format", "concise", cwd=tmp_path).stdout.splitlines()
     assert concise[0].startswith("demo.ipynb:cell 3:3:13: TCL101 ")
-    findings = json.loads(run("demo.ipynb", "--format", "json", cwd=tmp_path).stdout)["findings"]
+    findings = json.loads(run_compile_lint("demo.ipynb", "--format", "json", cwd=tmp_path).stdout)["findings"]
     assert [(f["cell"], f["line"], f["col"], f["code"]) for f in findings] == [
         (3, 3, 13, "TCL101"),
         (3, 4, 5, "TCL201"),
     ]
-    results = json.loads(run("demo.ipynb", "--format", "sarif", cwd=tmp_path).stdout)["runs"][0]["results"]
+    results = json.loads(run_compile_lint("demo.ipynb", "--format", "sarif", cwd=tmp_path).stdout)["runs"][0]["results"]
     location = results[0]["locations"][0]["physicalLocation"]
     assert "region" not in location and location["artifactLocation"]["uri"] == "demo.ipynb"
     assert results[0]["properties"]["cell"] == 3 and results[0]["properties"]["cellRegion"]["startLine"] == 3
-    github = run("demo.ipynb", "--format", "github", cwd=tmp_path).stdout.splitlines()[0]
+    github = run_compile_lint("demo.ipynb", "--format", "github", cwd=tmp_path).stdout.splitlines()[0]
     assert github.startswith("::warning file=demo.ipynb,title=TCL101 (cell 3%2C line 3%2C column 13)::")
 
 
@@ -183,7 +170,7 @@ def test_a_syntax_error_is_reported_in_its_cell(tmp_path: Path) -> None:
 
 def test_a_file_that_is_not_a_notebook_is_one_tcl000(tmp_path: Path) -> None:
     (tmp_path / "bad.ipynb").write_text("{not json")
-    result = run("bad.ipynb", cwd=tmp_path)
+    result = run_compile_lint("bad.ipynb", cwd=tmp_path)
     assert result.returncode == 1 and "bad.ipynb:1:1: TCL000" in result.stdout and "invalid JSON" in result.stdout
 
 
@@ -199,7 +186,7 @@ def test_confirm_runs_modules_but_reports_notebook_findings_as_not_run(tmp_path:
     step = "import torch\n\n@torch.compile\ndef step(x):\n    return x / x.abs().max().item()\n"
     save(tmp_path, "steps.ipynb", notebook(new_code_cell(step)))
     (tmp_path / "steps.py").write_text(step)
-    result = run(".", "--confirm", cwd=tmp_path)
+    result = run_compile_lint(".", "--confirm", cwd=tmp_path)
     assert "steps.ipynb:cell 1:5:16: TCL101 [not-run]" in result.stdout, result.stdout + result.stderr
     assert "steps.py:5:16: TCL101 [confirmed]" in result.stdout
     assert f"steps.ipynb:step: not-run: {NOTEBOOK_NOT_RUN}" in result.stdout  # in the targets table notes
@@ -214,7 +201,7 @@ def test_confirm_notebooks_runs_the_cells_as_one_module_and_reports_on_the_cells
         new_code_cell("@torch.compile\ndef step(x):\n    return x / x.abs().max().item()"),
     ]
     save(tmp_path, "steps.ipynb", notebook(*cells))
-    result = run(".", "--confirm-notebooks", "--format", "json", cwd=tmp_path)
+    result = run_compile_lint(".", "--confirm-notebooks", "--format", "json", cwd=tmp_path)
     report = json.loads(result.stdout)
     found = [(f["path"], f["cell"], f["line"], f["code"], f["status"]) for f in report["findings"]]
     assert found == [("steps.ipynb", 3, 3, "TCL101", "confirmed")], result.stderr
@@ -230,7 +217,7 @@ def test_fix_rewrites_cells_and_keeps_outputs_metadata_and_format(tmp_path: Path
     path = demo(tmp_path)
     before = nbformat.read(str(path), as_version=4)
     original = path.read_text()
-    result = run("demo.ipynb", "--unsafe-fixes", cwd=tmp_path)
+    result = run_compile_lint("demo.ipynb", "--unsafe-fixes", cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "fixed demo.ipynb:cell 3:3 TCL101" in result.stdout
     after = nbformat.read(str(path), as_version=4)
@@ -247,20 +234,20 @@ def test_fix_rewrites_cells_and_keeps_outputs_metadata_and_format(tmp_path: Path
     before.cells[2].source = after.cells[2].source
     assert path.read_text() == nbformat.writes(before) + "\n"  # byte for byte what nbformat writes
     assert original != path.read_text()
-    assert run("demo.ipynb", "--unsafe-fixes", cwd=tmp_path).stdout.startswith("Fixed 0 findings")
+    assert run_compile_lint("demo.ipynb", "--unsafe-fixes", cwd=tmp_path).stdout.startswith("Fixed 0 findings")
 
 
 def test_magics_in_a_fixed_cell_come_back_as_written(tmp_path: Path) -> None:
     code = "%load_ext autoreload\n@torch.compile\ndef step(x):\n    !echo start\n    return x / x.abs().max().item()\n"
     path = save(tmp_path, "magic.ipynb", notebook(new_code_cell("import torch"), new_code_cell(code)))
-    assert run("magic.ipynb", "--fix", cwd=tmp_path).returncode == 0
+    assert run_compile_lint("magic.ipynb", "--fix", cwd=tmp_path).returncode == 0
     assert cell_sources(path)[1] == code.replace(".item()", ".detach()")
 
 
 def test_diff_shows_the_cells_and_writes_nothing(tmp_path: Path) -> None:
     path = demo(tmp_path)
     original = path.read_bytes()
-    result = run("demo.ipynb", "--diff", cwd=tmp_path)
+    result = run_compile_lint("demo.ipynb", "--diff", cwd=tmp_path)
     assert result.returncode == 1 and "+    x = x / x.abs().max().detach()" in result.stdout
     assert "# %% compile-lint cell 3" in result.stdout and path.read_bytes() == original
 

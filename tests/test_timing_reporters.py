@@ -37,7 +37,8 @@ def speed(median: float, **extra: Any) -> dict[str, Any]:
 
 
 def measured(label: str = "model.py:make [Block]") -> TargetReport:
-    gap = {"start_ms": 0.4, "ms": 0.2, "compile_id": "0/0", "break": BREAK, "ops": [["aten::item", 0.01]]}
+    gap = {"start_ms": 0.4, "ms": 0.2, "compile_id": "0/0", "break": BREAK, "ops": [["aten::item", 0.01]],
+           "runtime_ms": 0.02}
     input_set = {
         "index": 0, "inputs": ["float32[0, 64] cpu"], "elements": 0, "first_ms": 5.0, "median_ms": None,
         "recompiled": True, "compile_ms": 4.0, "recompile_reasons": ["0/0: tensor 'x' size mismatch"],
@@ -69,6 +70,7 @@ def measured(label: str = "model.py:make [Block]") -> TargetReport:
                 "share_of_step": 0.2,
                 "gaps_per_step": 1,
                 "ops": [["aten::item", 0.01]],
+                "runtime_ms_per_step": 0.02,
             }
         ],
         "timeline": {
@@ -91,6 +93,7 @@ def test_text_tables_show_speed_sets_coverage_and_the_break_to_fix_first() -> No
     assert "RuntimeError: <empty>" in text and "raised" in text
     assert "60%" in text and "fix first: model.py:19 GB0124" in text and "TCL101 [confirmed]" in text
     assert "other: timed-out: after 600 s" in text
+    assert "aten::item 10.0 us" in text and "20.0 us" in text  # eager ops and Dynamo's runtime, apart
 
 
 def test_html_page_is_self_contained_and_escaped(tmp_path: Path) -> None:
@@ -101,6 +104,7 @@ def test_html_page_is_self_contained_and_escaped(tmp_path: Path) -> None:
     assert "Mismatched &lt;b&gt;" in text and "&lt;breaks&gt;" in text
     assert text.count("class=bar ") == 3 and "class=timeline" in text and "gap 1: " in text
     assert "trace-model_py_make_Block.json" in text
+    assert "Dynamo runtime (guards, graph entry): 20.0 us" in text
 
 
 def test_timing_options_imply_confirm_and_measure_options() -> None:

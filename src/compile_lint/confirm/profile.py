@@ -100,6 +100,7 @@ def rank_breaks(profiled: list[Step], breaks_by_id: dict[str, dict[str, Any]]) -
     cost: dict[tuple[Any, ...], float] = {}
     count: dict[tuple[Any, ...], int] = {}
     ops: dict[tuple[Any, ...], dict[str, float]] = {}
+    runtime: dict[tuple[Any, ...], float] = {}
     record: dict[tuple[Any, ...], dict[str, Any]] = {}
     for step in profiled:
         for gap in step.gaps:
@@ -110,6 +111,7 @@ def rank_breaks(profiled: list[Step], breaks_by_id: dict[str, dict[str, Any]]) -
             record.setdefault(key, brk)
             cost[key] = cost.get(key, 0.0) + gap.duration
             count[key] = count.get(key, 0) + 1
+            runtime[key] = runtime.get(key, 0.0) + gap.runtime
             for name, us in gap.ops:
                 ops.setdefault(key, {})[name] = ops.get(key, {}).get(name, 0.0) + us
     steps_seen = len(profiled)
@@ -121,6 +123,7 @@ def rank_breaks(profiled: list[Step], breaks_by_id: dict[str, dict[str, Any]]) -
             "share_of_step": cost[key] / all_steps_us if all_steps_us else 0.0,
             "gaps_per_step": count[key] / steps_seen,
             "ops": [[name, us / steps_seen * MS] for name, us in sorted(ops.get(key, {}).items(), key=lambda i: -i[1])],
+            "runtime_ms_per_step": runtime[key] / steps_seen * MS,
         }
         for key in sorted(cost, key=lambda key: -cost[key])
     ]
@@ -133,6 +136,7 @@ def _gap(gap: Gap, step: Step, breaks_by_id: dict[str, dict[str, Any]]) -> dict[
         "compile_id": gap.compile_id,
         "break": breaks_by_id.get(gap.compile_id or ""),
         "ops": [[name, us * MS] for name, us in gap.ops],
+        "runtime_ms": gap.runtime * MS,
     }
 
 

@@ -5,6 +5,9 @@ Reads the Chrome trace `torch.profiler` exports. Facts it relies on (torch 2.13 
 are united, never summed); `## Call CompiledFxGraph <key> ##` is time inside an inductor graph;
 `CompiledFunction` / `CompiledFunctionBackward` wrap graphs that carry gradients (the backward runs
 outside any region). A gap is time between compiled pieces; the eager ops in it show the break.
+Dynamo's own runtime in a gap (`TorchDynamo Cache Lookup` is guard evaluation; `Pregraph bytecode`,
+`AOTDispatcher Runtime Wrapper Prologue` enter a graph) is counted apart: it is the price of the
+extra frame, not the eager work that broke it, and on a small model it outweighs that work.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ STEP = "compile-lint step"  # the record_function label around each profiled ste
 REGION = re.compile(r"^Torch-Compiled Region: (\d+/\d+)$")
 GRAPH_PREFIXES = ("## Call CompiledFxGraph", "CompiledFunction")  # CompiledFunctionBackward too
 NOT_OPS = ("PyTorch Profiler", STEP)
+RUNTIME = ("TorchDynamo", "AOTDispatcher", "Pregraph bytecode")
 TOP_OPS = 3  # eager ops named per gap
 
 Interval = tuple[float, float]
@@ -44,6 +48,7 @@ class Gap:
     end: float
     compile_id: str | None  # the region whose graph break caused it; None for region glue
     ops: list[tuple[str, float]] = field(default_factory=list)  # top-level eager ops: (name, us)
+    runtime: float = 0.0  # us in Dynamo's runtime events (guards, graph entry)
 
     @property
     def duration(self) -> float:
@@ -129,7 +134,8 @@ def analyse_step(events: list[Event], window: Event) -> Step:
     if region_spans:
         first, last = region_spans[0][0], max(end for _, end in compiled_or_region)
         for start, end in complement(pieces, first, last):
-            gaps.append(Gap(start, end, _cause(start, end, regions, graphs), _top_ops(inside, start, end)))
+            ops, runtime = _top_level_work(inside, start, end)
+            gaps.append(Gap(start, end, _cause(start, end, regions, graphs), ops, runtime))
     in_graphs = total(pieces)
     return Step(
         start=low,
@@ -163,8 +169,9 @@ def _within_any(event: Event, spans: list[Event]) -> bool:
     return any(s.start <= event.start and event.end <= s.end for s in spans)
 
 
-def _top_ops(events: list[Event], start: float, end: float) -> list[tuple[str, float]]:
-    """The longest top-level events in [start, end] (per thread), excluding regions and graphs."""
+def _top_level_work(events: list[Event], start: float, end: float) -> tuple[list[tuple[str, float]], float]:
+    """The longest top-level eager ops in [start, end] (per thread), and the time in Dynamo's runtime
+    events there; regions and graphs are neither."""
     candidates = sorted(
         (e for e in events if e.start >= start and e.end <= end and not e.name.startswith(NOT_OPS)),
         key=lambda e: (e.tid, e.start, -e.end),
@@ -175,7 +182,10 @@ def _top_ops(events: list[Event], start: float, end: float) -> list[tuple[str, f
             continue  # nested inside the previous top-level event
         top.append(event)
     durations: dict[str, float] = {}
+    runtime = 0.0
     for event in top:
-        if not REGION.match(event.name) and not is_graph(event.name):
+        if event.name.startswith(RUNTIME):
+            runtime += event.duration
+        elif not REGION.match(event.name) and not is_graph(event.name):
             durations[event.name] = durations.get(event.name, 0.0) + event.duration
-    return sorted(durations.items(), key=lambda item: -item[1])[:TOP_OPS]
+    return sorted(durations.items(), key=lambda item: -item[1])[:TOP_OPS], runtime

@@ -166,7 +166,8 @@ def timeline(data: dict[str, Any]) -> str:
         if brk:
             shapes.append(f"<text x={x(gap['start_ms']):.1f} y=66>{number}</text>")
             legend.append(
-                f"<li>gap {number}: {escape(ms(gap['ms']))} at {escape(label)}; eager ops: {escape(ops)}</li>"
+                f"<li>gap {number}: {escape(ms(gap['ms']))} at {escape(label)}; eager ops: {escape(ops)}; "
+                f"Dynamo runtime (guards, graph entry): {escape(ms(gap['runtime_ms']))}</li>"
             )
     svg = f"<svg class=timeline width={WIDTH} height=72 role=img>{''.join(shapes)}</svg>"
     key = (
@@ -195,9 +196,10 @@ def breaks_table(ranked: list[dict[str, Any]]) -> str:
             f"<tr><td>{rank}</td><td>{escape(brk['where'])}</td><td>{escape(brk.get('gb_code') or '')} "
             f"{escape(brk['gb_type'])}</td><td>{escape(ms(item['ms_per_step']))} ({item['share_of_step']:.0%}), "
             f"{item['gaps_per_step']:g} gaps</td>"
-            f"<td>{ops}</td><td>{static}</td></tr>"
+            f"<td>{ops}</td><td>{escape(ms(item['runtime_ms_per_step']))}</td><td>{static}</td></tr>"
         )
-    head = "<tr><th>#</th><th>break</th><th>GB</th><th>cost per step</th><th>eager ops</th><th>static finding</th></tr>"
+    columns = ("#", "break", "GB", "cost per step", "eager ops", "Dynamo runtime", "static finding")
+    head = "<tr>" + "".join(f"<th>{column}</th>" for column in columns) + "</tr>"
     return f"<table class=breaks>{head}{''.join(rows)}</table>"
 
 

@@ -135,7 +135,7 @@ def render_breaks(console: Console, target: TargetReport) -> None:
     if not ranked:
         return
     table = Table(title=f"Graph breaks of {target.label} by measured cost per step", title_justify="left")
-    for column in ("#", "break", "cost", "eager ops in its gaps", "static finding"):
+    for column in ("#", "break", "cost", "eager ops in its gaps", "Dynamo runtime", "static finding"):
         table.add_column(column, overflow="fold")
     for rank, item in enumerate(ranked, start=1):
         brk = item["break"]
@@ -147,6 +147,7 @@ def render_breaks(console: Console, target: TargetReport) -> None:
             f"{brk['where']} {brk.get('gb_code') or ''} {brk['gb_type']}",
             f"{ms(item['ms_per_step'])} ({item['share_of_step']:.0%}), {item['gaps_per_step']:g} gaps",
             ops,
+            ms(item["runtime_ms_per_step"]),
             f"{finding['code']} [{finding['status']}]" if finding else "none",
         )
     console.print(table)

@@ -37,8 +37,14 @@ def speed(median: float, **extra: Any) -> dict[str, Any]:
 
 
 def measured(label: str = "model.py:make [Block]") -> TargetReport:
-    gap = {"start_ms": 0.4, "ms": 0.2, "compile_id": "0/0", "break": BREAK, "ops": [["aten::item", 0.01]],
-           "runtime_ms": 0.02}
+    gap = {
+        "start_ms": 0.4,
+        "ms": 0.2,
+        "compile_id": "0/0",
+        "break": BREAK,
+        "ops": [["aten::item", 0.01]],
+        "runtime_ms": 0.02,
+    }
     input_set = {
         "index": 0, "inputs": ["float32[0, 64] cpu"], "elements": 0, "first_ms": 5.0, "median_ms": None,
         "recompiled": True, "compile_ms": 4.0, "recompile_reasons": ["0/0: tensor 'x' size mismatch"],

@@ -13,10 +13,12 @@ from pathlib import Path
 import pytest
 
 from compile_lint import guard
+from compile_lint.analysis.source import source_lines
 from compile_lint.config import Config, ConfigError, parse_table
 from compile_lint.engine import CACHE_DIR, RunCache, lint, options_of, parse_source
 from compile_lint.finding import Finding
 from compile_lint.guard import Limits
+from fixture_support import run_compile_lint
 
 GOOD = "import torch\n\n\n@torch.compile\ndef f(x):\n    print(x)\n    return x\n"
 
@@ -162,22 +164,53 @@ PYTHON_ACCEPTS = {
     "tab indentation": "import torch\n\n@torch.compile\ndef f(x):\n\tprint(x)\n",
     "no newline at the end": "import torch\n\n@torch.compile\ndef f(x):\n    print(x)",
     "latin-1 coding cookie": "# -*- coding: latin-1 -*-\nimport torch\n\n@torch.compile\ndef f(x):\n    print('\xe9')\n",
+    # libcst rejects these four; they are linted with that whitespace made plain, at the file's columns
+    "form feed in indentation, then a dedent": (
+        "import torch\n\n@torch.compile\ndef f(x):\n\x0c    if x:\n        x = x + 1\n    print(x)\n"
+    ),
+    "form feed inside indentation": "import torch\n\n@torch.compile\ndef f(x):\n  \x0c  print(x)\n  \x0c  return x\n",
+    "backslash-only line before indentation": "import torch\n\n@torch.compile\ndef f(x):\n\\\n    print(x)\n",
+    "backslash-only line in indentation": "import torch\n\n@torch.compile\ndef f(x):\n    y = x\n    \\\n    print(y)\n",
 }
 
 
 @pytest.mark.parametrize("name", PYTHON_ACCEPTS)
-def test_odd_whitespace_python_accepts_is_linted(tmp_path: Path, name: str) -> None:
+def test_odd_whitespace_python_accepts_is_linted_at_the_files_own_position(tmp_path: Path, name: str) -> None:
     text = PYTHON_ACCEPTS[name]
     encoding = "latin-1" if "latin-1" in text else "utf-8"
     (tmp_path / "m.py").write_bytes(text.encode(encoding))
     findings = lint([str(tmp_path)], Config(root=tmp_path), use_cache=False).findings
     assert [f.code for f in findings] == ["TCL201"], findings
+    (line,) = [number for number, body in enumerate(source_lines(text), start=1) if "print(" in body]
+    assert (findings[0].line, findings[0].col) == (line, source_lines(text)[line - 1].index("print") + 1)
 
 
-def test_what_libcst_cannot_parse_but_python_can_is_named_as_such() -> None:
-    parsed = parse_source("m.py", "if x:\n    \\\n    y = 1\n")  # a backslash continuation in indentation
+def test_whitespace_is_never_made_plain_where_that_changes_the_program() -> None:
+    # the form feed opening a line inside the string is part of its value: removing it is refused
+    text = 'def f(x):\n\x0c    if x:\n        y = """\n\x0c  a"""\n    return 1\n'
+    parsed = parse_source("m.py", text)
     assert isinstance(parsed, Finding)
     assert "Python accepts it but libcst's parser does not" in parsed.message
+
+
+def test_a_file_linted_with_plain_whitespace_is_not_fixed_and_says_why(tmp_path: Path) -> None:
+    text = PYTHON_ACCEPTS["form feed in indentation, then a dedent"]
+    (tmp_path / "m.py").write_text(text)
+    result = run_compile_lint("--fix", "--unsafe-fixes", "m.py", cwd=tmp_path)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "m.py: not fixed: its odd whitespace" in result.stdout
+    assert (tmp_path / "m.py").read_text() == text
+
+
+def test_add_noqa_and_snippets_count_lines_as_python_does(tmp_path: Path) -> None:
+    # str.splitlines would end lines at the form feed and the U+2028 and put the comment two lines early
+    text = "import torch\n# a form feed \x0c and a \u2028 in a comment\n\n@torch.compile\ndef f(x):\n    print(x)\n"
+    (tmp_path / "m.py").write_text(text)
+    shown = run_compile_lint("m.py", cwd=tmp_path)
+    assert "6 |     print(x)" in shown.stdout, shown.stdout
+    added = run_compile_lint("--add-noqa", "m.py", cwd=tmp_path)
+    assert added.returncode == 0, added.stderr
+    assert source_lines((tmp_path / "m.py").read_text())[5] == "    print(x)  # noqa: TCL201"
 
 
 BAD_ENTRIES = {

@@ -25,7 +25,14 @@ import libcst as cst
 from compile_lint import __version__, guard, notebooks
 from compile_lint.analysis.index import FileIndex, build_index
 from compile_lint.analysis.packages import relative_module
-from compile_lint.analysis.source import decode, read_source
+from compile_lint.analysis.source import (
+    CONTINUATION_ONLY_LINE,
+    Normalised,
+    decode,
+    normalise_odd_whitespace,
+    read_source,
+    source_lines,
+)
 from compile_lint.config import Config
 from compile_lint.finding import Finding, Severity, Status
 from compile_lint.guard import Limits
@@ -41,7 +48,6 @@ FILE_NOQA = re.compile(rf"\s*#\s*compile-lint:\s*noqa(?::\s*(?P<codes>{CODES}))?
 UNUSED_NOQA = "TCL902"
 CACHE_DIR = ".compile_lint_cache"
 DEFAULT_LIMITS = Limits()
-PYTHON_LINE_END = re.compile(r"\r\n|\r|\n")  # not str.splitlines: it also splits at \f, \x1c, \u2028...
 IMPORTS = re.compile(r"^\s*(?:from\s+(\.*[\w.]*)\s+import|import\s+([\w.]+))", re.M)
 
 
@@ -185,17 +191,36 @@ def _lint_alone(path: str, module: str, text: str, must_parse: bool) -> None:
 
 def _index(path: str, module: str, text: str) -> FileIndex | Finding:
     try:
-        tree = cst.parse_module(text)
+        tree, plain = _parse(text)
     except cst.ParserSyntaxError as error:
-        message = (
-            f"Python accepts it but libcst's parser does not ({error.message}); odd whitespace such as a "
-            "backslash continuation before indentation is a known cause"
-        )
+        message = f"Python accepts it but libcst's parser does not ({error.message})"
         return unreadable(path, message, error.raw_line, error.raw_column + 1)
     try:
-        return build_index(path, module, tree, text)
+        index = build_index(path, module, tree, text if plain is None else plain.text)
     except RecursionError:
         return unreadable(path, "too deeply nested to analyse")
+    index.column_shifts = None if plain is None else plain.column_shifts
+    return index
+
+
+def _parse(text: str) -> tuple[cst.Module, Normalised | None]:
+    """libcst's tree of the text, or of the text with odd whitespace made plain (see
+    `normalise_odd_whitespace`) when libcst rejects it or would misplace lines; raises libcst's error
+    for the text as it is."""
+    # After a line holding only `\`, libcst puts the next statement on the backslash's line.
+    plain = normalise_odd_whitespace(text) if CONTINUATION_ONLY_LINE.search(text) else None
+    if plain is not None:
+        return cst.parse_module(plain.text), plain
+    try:
+        return cst.parse_module(text), None
+    except cst.ParserSyntaxError as error:
+        plain = normalise_odd_whitespace(text)
+        if plain is None:
+            raise
+        try:
+            return cst.parse_module(plain.text), plain
+        except cst.ParserSyntaxError:
+            raise error from None
 
 
 @cache
@@ -451,7 +476,7 @@ class LintedText:
                 text = decode(data) if data is not None else read_source(path)
         except (OSError, UnicodeDecodeError, SyntaxError, LookupError, notebooks.NotebookError):
             text = ""
-        lines = PYTHON_LINE_END.split(text)
+        lines = source_lines(text)
         return cls(lines, file_noqa(lines), notebook)
 
 

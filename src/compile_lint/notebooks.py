@@ -321,7 +321,7 @@ def _split_cells(fixed_text: str, source: NotebookSource) -> list[list[str]]:
     """The fixed source's lines per code cell, found by the markers (a fix never touches comments)."""
     cells: list[list[str]] = []
     numbers: list[int] = []
-    for line in fixed_text.splitlines():
+    for line in fixed_text.removesuffix("\n").split("\n"):  # as joined: not splitlines (\f, \u2028...)
         marker = MARKER_LINE.fullmatch(line)
         if marker:
             numbers.append(int(marker.group(1)))

@@ -192,6 +192,8 @@ class Project:
         seen: set[tuple[int, int, str]] = set()
         for pending, reach in kept:
             line, col, end_line, end_col = spans[id(pending.node)]
+            shifts = index.column_shifts or {}
+            col, end_col = col + shifts.get(line, 0), end_col + shifts.get(end_line, 0)
             if (line, col, pending.rule.code) in seen:
                 continue  # one finding per node and rule, even when a helper is reached twice
             seen.add((line, col, pending.rule.code))

@@ -99,6 +99,9 @@ class FileIndex:
     flags: set[str] = field(default_factory=set)  # capture flags the source sets to True
     instances: dict[str, str] = field(default_factory=dict)  # `model = Net()` anywhere: name -> class as written
     imports_torch: bool = False
+    # Set when `text` is the file with odd whitespace made plain (`normalise_odd_whitespace`): the
+    # characters removed from each line's start, to put findings back at the file's columns.
+    column_shifts: dict[int, int] | None = None
 
     def function(self, qualname: str) -> FunctionInfo | None:
         return self.functions.get(qualname)

@@ -14,6 +14,8 @@ from contextlib import contextmanager
 import libcst as cst
 from libcst._nodes.internal import CodegenState
 
+from compile_lint.analysis.source import source_lines
+
 Span = tuple[int, int, int, int]  # line, col (0-based), end_line, end_col
 
 
@@ -70,7 +72,7 @@ def function_starts(text: str) -> dict[str, tuple[int, str]]:
     """Qualified name -> (line of its first decorator or `def`, indentation) of every function that is
     not nested in another, from Python's own parser (much cheaper than libcst's positions)."""
     starts: dict[str, tuple[int, str]] = {}
-    lines = text.splitlines()
+    lines = source_lines(text)
     try:
         pending: list[tuple[str, list[ast.stmt]]] = [("", ast.parse(text).body)]
     except (SyntaxError, ValueError, RecursionError, MemoryError):

@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from compile_lint.analysis.source import source_lines
 from compile_lint.confirm.match import blames
 from compile_lint.confirm.plan import TargetSpec, import_location
 from compile_lint.finding import Finding
@@ -82,7 +83,7 @@ def rewritten_lines(before: str, after: str, finding: Finding) -> tuple[int, int
     """The lines of `after` that replace the finding's lines of `before` (an `import torch` the
     fix added at the top is not part of it)."""
     first, last = finding.line - 1, finding.end_line  # 0-based, end exclusive
-    matcher = difflib.SequenceMatcher(None, before.splitlines(), after.splitlines(), autojunk=False)
+    matcher = difflib.SequenceMatcher(None, source_lines(before), source_lines(after), autojunk=False)
     spans = [
         (j1, max(j2, j1 + 1))
         for tag, i1, i2, j1, j2 in matcher.get_opcodes()

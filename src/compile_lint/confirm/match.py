@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from compile_lint.analysis.source import source_lines
 from compile_lint.finding import Finding
 from compile_lint.rules import rule_by_code
 from compile_lint.rules.base import Rule
@@ -215,7 +216,7 @@ class _Sources:
     def line(self, path: str, number: int) -> str:
         if path not in self.cache:
             try:
-                self.cache[path] = Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
+                self.cache[path] = source_lines(Path(path).read_text(encoding="utf-8", errors="replace"))
             except OSError:
                 self.cache[path] = []
         lines = self.cache[path]

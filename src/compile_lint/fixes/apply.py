@@ -218,6 +218,11 @@ def fix_text(
         regions = [f.function for f in findings if f.function]
         parsed = (Project([index], Options(extra_regions=regions), (), load_source), index)
     project, index = parsed
+    if index.column_shifts is not None:
+        raise FixError(
+            "its odd whitespace (a form feed in indentation, or a line holding only `\\`) was made plain to "
+            "lint it; fix by hand, or remove that whitespace and run --fix again"
+        )
     module = index.tree
     edits, positions = plan_edits(module, findings, lambda wanted: project.facts_at(index.path, wanted))
     torch_name = top_level_imports(module).aliases.get("torch")

@@ -9,6 +9,7 @@ import tokenize
 from dataclasses import dataclass, field
 
 from compile_lint import notebooks
+from compile_lint.analysis.source import source_lines
 from compile_lint.engine import NOQA, UNUSED_NOQA
 from compile_lint.finding import Finding
 from compile_lint.fixes.runner import FilePlan, read_source, write_fixed
@@ -65,7 +66,7 @@ def remove_unused(findings: list[Finding]) -> Added:
 def without_codes(text: str, codes_by_line: dict[int, set[str]]) -> tuple[str, int]:
     """`text` with the codes taken out of each line's `# noqa: ...`; how many were taken out. A comment left
     naming nothing goes if it ends the line (an emptied `# noqa:` would suppress everything), else it stays."""
-    lines = text.splitlines(keepends=True)
+    lines = source_lines(text, keepends=True)
     removed = 0
     for number, codes in codes_by_line.items():
         body = lines[number - 1].rstrip("\r\n") if 0 < number <= len(lines) else ""
@@ -102,7 +103,7 @@ def write(added: Added) -> tuple[int, int]:
 def with_noqa(text: str, codes_by_line: dict[int, set[str]]) -> tuple[str, int, list[tuple[int, str]]]:
     """`text` with the codes added to each line's `# noqa` (a new one if it has none); how many codes were
     added, and the lines left alone with why."""
-    lines = text.splitlines(keepends=True)
+    lines = source_lines(text, keepends=True)
     inside_strings = _lines_ending_in_a_token(text)
     added = 0
     blocked: list[tuple[int, str]] = []

@@ -18,7 +18,7 @@ from rich.text import Text
 
 from compile_lint import notebooks
 from compile_lint.analysis.index import FileIndex
-from compile_lint.analysis.source import encoding_of
+from compile_lint.analysis.source import encoding_of, source_lines
 from compile_lint.config import Config
 from compile_lint.engine import (
     discover,
@@ -72,7 +72,7 @@ class Plan:
 
 
 def _lines(text: str) -> list[str]:
-    lines = text.splitlines(keepends=True)
+    lines = source_lines(text, keepends=True)
     if lines and not lines[-1].endswith(("\n", "\r")):
         lines[-1] += "\n\\ No newline at end of file\n"
     return lines
@@ -96,7 +96,7 @@ def read_source(path: str) -> Source | None:
 
 def _selected(findings: Iterable[Finding], config: Config, texts: dict[str, str]) -> list[Finding]:
     """The findings the user would see (select/ignore/noqa), judged on the current in-memory text."""
-    lines = {path: text.splitlines() for path, text in texts.items()}
+    lines = {path: source_lines(text) for path, text in texts.items()}
     exempt = {path: file_noqa(file_lines) for path, file_lines in lines.items()}
     return [
         f for f in findings

@@ -19,6 +19,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 from compile_lint import __version__, notebooks
+from compile_lint.analysis.source import source_lines
 from compile_lint.config import Config, ConfigError, load_config
 from compile_lint.docs import rule_markdown
 from compile_lint.finding import Finding, gb_page, gb_reference
@@ -221,14 +222,14 @@ class CompileLintServer(LanguageServer):
         for start, end, new_lines in changed_lines(old, fix.text):
             if notebook is None:
                 uri = self.uris[path]
-                lines = old.splitlines(keepends=True)
+                lines = source_lines(old, keepends=True)
                 first = 0
             else:
                 placed = cell_of(notebook, start, end)
                 if placed is None:
                     return None  # the fix spans cells: the user must do it by hand
                 uri, first = placed
-                lines = self.workspace.get_text_document(uri).source.splitlines(keepends=True)
+                lines = source_lines(self.workspace.get_text_document(uri).source, keepends=True)
             span = text_span(lines, start - first, end - first, new_lines)
             edit_range = self.to_client(uri, *span[:2])
             changes.setdefault(uri, []).append(types.TextEdit(edit_range, span[2]))
@@ -276,7 +277,7 @@ def code_action(fix: Fix, diagnostic: types.Diagnostic, edit: types.WorkspaceEdi
 
 def changed_lines(old: str, new: str) -> list[tuple[int, int, list[str]]]:
     """(first, end, replacement): old lines [first, end) become the replacement lines (0-based)."""
-    before, after = old.splitlines(keepends=True), new.splitlines(keepends=True)
+    before, after = source_lines(old, keepends=True), source_lines(new, keepends=True)
     matcher = difflib.SequenceMatcher(a=before, b=after, autojunk=False)
     return [(i1, i2, after[j1:j2]) for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"]
 

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from compile_lint.analysis.index import FileIndex
-from compile_lint.analysis.source import encoding_of
+from compile_lint.analysis.source import encoding_of, source_lines
 from compile_lint.config import Config
 from compile_lint.engine import (
     NOQA,
@@ -93,7 +93,7 @@ class Workspace:
                 self._results.popitem(last=False)
         self._results.move_to_end(key)
         shown: dict[str, list[Finding]] = {path: [] for path in documents}
-        lines = {path: text.splitlines() for path, text in documents.items()}
+        lines = {path: source_lines(text) for path, text in documents.items()}
         for finding in findings:
             if (
                 finding.path in shown
@@ -162,7 +162,7 @@ class Workspace:
 def noqa_fix(finding: Finding, text: str) -> Fix | None:
     """`# noqa: CODE` at the end of the finding's line (added to a `# noqa: ...` list already there);
     None where a comment cannot end that line (inside a multi-line string, after a backslash)."""
-    lines = text.splitlines(keepends=True)
+    lines = source_lines(text, keepends=True)
     if not 0 < finding.line <= len(lines) or not _can_end_with_comment(text, finding.line):
         return None
     line = lines[finding.line - 1]
@@ -185,5 +185,5 @@ def _can_end_with_comment(text: str, line: int) -> bool:
     except (tokenize.TokenError, SyntaxError):
         return False
     spanning = any(t.start[0] <= line < t.end[0] for t in tokens if t.type not in (tokenize.NL, tokenize.NEWLINE))
-    source_line = text.splitlines()[line - 1]
+    source_line = source_lines(text)[line - 1]
     return not spanning and not source_line.rstrip().endswith("\\")

@@ -14,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from compile_lint import notebooks
+from compile_lint.analysis.source import source_lines
 from compile_lint.analysis.values import Cond, cond_label
 from compile_lint.finding import Finding, gb_reference
 from compile_lint.fixes import fixability
@@ -46,7 +47,7 @@ def _line_reader(path: str) -> Callable[[Finding], str | None]:
             return lambda finding: None
         return lambda finding: notebook.cell_line(finding.cell or 0, finding.line)
     try:
-        lines = Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
+        lines = source_lines(Path(path).read_text(encoding="utf-8", errors="replace"))
     except OSError:
         lines = []
     return lambda finding: lines[finding.line - 1] if 0 < finding.line <= len(lines) else None

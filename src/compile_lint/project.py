@@ -190,9 +190,9 @@ class Project:
         kept = [(p, reach) for p, reach in reports if self._holds(p, index.path)]
         spans = self._spans(index, [p for p, _ in kept])
         seen: set[tuple[int, int, str]] = set()
+        shifts = index.column_shifts or {}  # back to the file's columns where odd whitespace was made plain
         for pending, reach in kept:
             line, col, end_line, end_col = spans[id(pending.node)]
-            shifts = index.column_shifts or {}
             col, end_col = col + shifts.get(line, 0), end_col + shifts.get(end_line, 0)
             if (line, col, pending.rule.code) in seen:
                 continue  # one finding per node and rule, even when a helper is reached twice

@@ -164,12 +164,15 @@ PYTHON_ACCEPTS = {
     "tab indentation": "import torch\n\n@torch.compile\ndef f(x):\n\tprint(x)\n",
     "no newline at the end": "import torch\n\n@torch.compile\ndef f(x):\n    print(x)",
     "latin-1 coding cookie": "# -*- coding: latin-1 -*-\nimport torch\n\n@torch.compile\ndef f(x):\n    print('\xe9')\n",
-    # libcst rejects these four; they are linted with that whitespace made plain, at the file's columns
+    # libcst rejects (or misplaces) these five; they are linted with that whitespace made plain, at the file's columns
     "form feed in indentation, then a dedent": (
         "import torch\n\n@torch.compile\ndef f(x):\n\x0c    if x:\n        x = x + 1\n    print(x)\n"
     ),
     "form feed inside indentation": "import torch\n\n@torch.compile\ndef f(x):\n  \x0c  print(x)\n  \x0c  return x\n",
     "backslash-only line before indentation": "import torch\n\n@torch.compile\ndef f(x):\n\\\n    print(x)\n",
+    "backslash-only line setting the indentation": (
+        "import torch\n\n@torch.compile\ndef f(x):\n         \\\n    print(x)\n"
+    ),
     "backslash-only line in indentation": "import torch\n\n@torch.compile\ndef f(x):\n    y = x\n    \\\n    print(y)\n",
 }
 

@@ -36,8 +36,9 @@ def read_source(path: str) -> str:
 
 
 # Whitespace Python accepts and libcst's tokenizer does not: a line holding only a backslash
-# continuation (libcst then sees the next line's indent as unexpected), and a form feed inside the
-# indentation (Python restarts the indent count after it; libcst counts it as a column).
+# continuation, and a form feed inside the indentation (Python restarts the indent count after it;
+# libcst counts it as a column). After a backslash-only line, CPython's tokenizer indents the next
+# line's statement at the backslash's column, or at its own when the backslash is at column 0.
 CONTINUATION_ONLY_LINE = re.compile(r"^[ \t\f]*\\\r?$", re.MULTILINE)
 INDENT_THROUGH_FORM_FEED = re.compile(r"^[ \t\f]*\f(?=[ \t]*[^ \t\f\r\n])")  # up to the last one
 
@@ -45,7 +46,7 @@ INDENT_THROUGH_FORM_FEED = re.compile(r"^[ \t\f]*\f(?=[ \t]*[^ \t\f\r\n])")  # u
 @dataclass(frozen=True)
 class Normalised:
     text: str
-    column_shifts: dict[int, int]  # line (1-based) -> characters removed from its start
+    column_shifts: dict[int, int]  # line (1-based) -> characters removed from its start (< 0: added)
 
 
 def normalise_odd_whitespace(text: str) -> Normalised | None:
@@ -54,14 +55,25 @@ def normalise_odd_whitespace(text: str) -> Normalised | None:
     lines = text.split("\n")
     shifts: dict[int, int] = {}
     changed = False
+    continued_indent: str | None = None  # the indentation a backslash-only line set for the next one
     for number, line in enumerate(lines, start=1):
         body = line.rstrip("\r")
         if CONTINUATION_ONLY_LINE.match(body):
+            if continued_indent is None:
+                continued_indent = _indent(body)
             lines[number - 1] = line[len(body) :]  # keep only the line end: a blank line
             changed = True
-        elif (match := INDENT_THROUGH_FORM_FEED.match(body)) is not None:
+            continue
+        if continued_indent:  # set at a column above 0: that column is this statement's indentation
+            own = _indent(line)
+            line = continued_indent + line[len(own) :]
+            shifts[number] = len(own) - len(continued_indent)
+            lines[number - 1] = line
+            body = line.rstrip("\r")
+        continued_indent = None
+        if (match := INDENT_THROUGH_FORM_FEED.match(body)) is not None:
             lines[number - 1] = line[match.end() :]
-            shifts[number] = match.end()
+            shifts[number] = shifts.get(number, 0) + match.end()
             changed = True
     if not changed:
         return None
@@ -70,4 +82,8 @@ def normalise_odd_whitespace(text: str) -> Normalised | None:
         same = ast.dump(ast.parse(text)) == ast.dump(ast.parse(plain))
     except (SyntaxError, ValueError):
         return None
-    return Normalised(plain, shifts) if same else None
+    return Normalised(plain, {number: shift for number, shift in shifts.items() if shift}) if same else None
+
+
+def _indent(line: str) -> str:
+    return line[: len(line) - len(line.lstrip(" \t\f"))]

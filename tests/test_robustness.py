@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from compile_lint import guard
+from compile_lint.analysis import source
 from compile_lint.analysis.source import source_lines
 from compile_lint.config import Config, ConfigError, parse_table
 from compile_lint.engine import CACHE_DIR, RunCache, lint, options_of, parse_source
@@ -164,9 +165,12 @@ PYTHON_ACCEPTS = {
     "tab indentation": "import torch\n\n@torch.compile\ndef f(x):\n\tprint(x)\n",
     "no newline at the end": "import torch\n\n@torch.compile\ndef f(x):\n    print(x)",
     "latin-1 coding cookie": "# -*- coding: latin-1 -*-\nimport torch\n\n@torch.compile\ndef f(x):\n    print('\xe9')\n",
-    # libcst rejects (or misplaces) these five; they are linted with that whitespace made plain, at the file's columns
+    # libcst rejects (or misplaces) these six; they are linted with that whitespace made plain, at the file's columns
     "form feed in indentation, then a dedent": (
         "import torch\n\n@torch.compile\ndef f(x):\n\x0c    if x:\n        x = x + 1\n    print(x)\n"
+    ),
+    "form feeds in a docstring and in indentation": (
+        'import torch\n\n@torch.compile\ndef f(x):\n    """doc\n\x0c  more"""\n\x0c    if x:\n        x = x + 1\n    print(x)\n'
     ),
     "form feed inside indentation": "import torch\n\n@torch.compile\ndef f(x):\n  \x0c  print(x)\n  \x0c  return x\n",
     "backslash-only line before indentation": "import torch\n\n@torch.compile\ndef f(x):\n\\\n    print(x)\n",
@@ -188,12 +192,16 @@ def test_odd_whitespace_python_accepts_is_linted_at_the_files_own_position(tmp_p
     assert (findings[0].line, findings[0].col) == (line, source_lines(text)[line - 1].index("print") + 1)
 
 
-def test_whitespace_is_never_made_plain_where_that_changes_the_program() -> None:
-    # the form feed opening a line inside the string is part of its value: removing it is refused
+def test_whitespace_is_never_made_plain_where_that_changes_the_program(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a form feed opening a line inside a string is part of its value: that line is left alone
     text = 'def f(x):\n\x0c    if x:\n        y = """\n\x0c  a"""\n    return 1\n'
+    plain = source.normalise_odd_whitespace(text)
+    assert plain is not None and '"""\n\x0c  a"""' in plain.text and plain.column_shifts == {2: 1}
+    # and were a string's line not recognised, the AST comparison refuses the change
+    monkeypatch.setattr(source, "_lines_inside_strings", lambda text: set())
+    assert source.normalise_odd_whitespace(text) is None
     parsed = parse_source("m.py", text)
-    assert isinstance(parsed, Finding)
-    assert "Python accepts it but libcst's parser does not" in parsed.message
+    assert isinstance(parsed, Finding) and "Python accepts it but libcst's parser does not" in parsed.message
 
 
 def test_a_file_linted_with_plain_whitespace_is_not_fixed_and_says_why(tmp_path: Path) -> None:

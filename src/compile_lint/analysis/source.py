@@ -4,6 +4,7 @@ whitespace only libcst rejects is made plain."""
 from __future__ import annotations
 
 import ast
+import io
 import re
 import tokenize
 from dataclasses import dataclass
@@ -56,8 +57,11 @@ def normalise_odd_whitespace(text: str) -> Normalised | None:
     shifts: dict[int, int] = {}
     changed = False
     continued_indent: str | None = None  # the indentation a backslash-only line set for the next one
+    in_strings = _lines_inside_strings(text)
     for number, line in enumerate(lines, start=1):
         body = line.rstrip("\r")
+        if number in in_strings:
+            continue
         if CONTINUATION_ONLY_LINE.match(body):
             if continued_indent is None:
                 continued_indent = _indent(body)
@@ -83,6 +87,16 @@ def normalise_odd_whitespace(text: str) -> Normalised | None:
     except (SyntaxError, ValueError):
         return None
     return Normalised(plain, {number: shift for number, shift in shifts.items() if shift}) if same else None
+
+
+def _lines_inside_strings(text: str) -> set[int]:
+    """Lines that start inside a multi-line string: their whitespace is part of its value."""
+    spanning = {tokenize.STRING, getattr(tokenize, "FSTRING_MIDDLE", tokenize.STRING)}
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return set()  # the AST comparison still refuses any change to a string
+    return {line for t in tokens if t.type in spanning for line in range(t.start[0] + 1, t.end[0] + 1)}
 
 
 def _indent(line: str) -> str:

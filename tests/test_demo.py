@@ -34,6 +34,7 @@ def test_the_demo_runs_every_step_and_explains_graph_breaks(tmp_path: Path) -> N
     out = process.stdout
     assert process.returncode == 0, process.stderr + out[-3000:]
     assert INTRO.splitlines()[0] in out
+    assert "\ntiny_moe.py:30:27: TCL401" in out  # run in the model's folder: short paths, not the temporary one
     assert "TCL401 [confirmed]" in out  # the routing `torch.where(mask)` in a loop
     assert "TCL101 [not-traced]" in out  # after it, the frame runs eagerly
     assert "TCL201 [not-run]" in out  # activations stay finite: the print never runs

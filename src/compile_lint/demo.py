@@ -3,6 +3,7 @@ user takes (static pass, --confirm, timing), each shown as the command it is."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from collections.abc import Callable, Sequence
@@ -38,13 +39,19 @@ def main(argv: Sequence[str], console: Console, run: Callable[[list[str]], int])
     model = folder / MODEL
     with resources.as_file(resources.files("compile_lint") / "data" / MODEL) as source:
         shutil.copyfile(source, model)
-    console.print(f"compile-lint demo: a small mixture-of-experts model, copied to {model}\n", highlight=False)
+    console.print(f"compile-lint demo: a small mixture-of-experts model, copied to {model}", highlight=False)
+    console.print(f"(the commands below run in {folder})\n", highlight=False)
     console.print(INTRO, highlight=False, soft_wrap=True)
     worst = 0
-    for number, (title, command) in enumerate(steps(str(model)), 1):
-        console.rule(f"{number}. {title}", align="left")
-        console.print(f"$ compile-lint {' '.join(command)}", markup=False, highlight=False)
-        worst = max(worst, run([*command, "--no-cache"]))
+    previous = os.getcwd()
+    os.chdir(folder)  # the reports then name `tiny_moe.py`, not a long temporary path
+    try:
+        for number, (title, command) in enumerate(steps(MODEL), 1):
+            console.rule(f"{number}. {title}", align="left")
+            console.print(f"$ compile-lint {' '.join(command)}", markup=False, highlight=False)
+            worst = max(worst, run([*command, "--no-cache"]))
+    finally:
+        os.chdir(previous)
     console.rule("Next", align="left")
     console.print(
         f"See the rewrites: compile-lint --unsafe-fixes --diff {model}\nExplain a rule:   compile-lint rule TCL401",

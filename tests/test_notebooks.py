@@ -249,7 +249,19 @@ def test_diff_shows_the_cells_and_writes_nothing(tmp_path: Path) -> None:
     original = path.read_bytes()
     result = run_compile_lint("demo.ipynb", "--diff", cwd=tmp_path)
     assert result.returncode == 1 and "+    x = x / x.abs().max().detach()" in result.stdout
-    assert "# %% compile-lint cell 3" in result.stdout and path.read_bytes() == original
+    # one diff per changed cell, headed with the cell, of the cell's own lines (no joined-module markers)
+    assert "--- a/demo.ipynb:cell 3\n+++ b/demo.ipynb:cell 3\n@@ -1," in result.stdout
+    assert "compile-lint cell" not in result.stdout and path.read_bytes() == original
+
+
+def test_diff_of_a_cell_with_magics_shows_them_as_written(tmp_path: Path) -> None:
+    code = "%load_ext autoreload\n@torch.compile\ndef step(x):\n    !echo start\n    return x / x.abs().max().item()\n"
+    save(tmp_path, "magic.ipynb", notebook(new_code_cell("import torch"), new_code_cell(code)))
+    result = run_compile_lint("magic.ipynb", "--diff", cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    assert "@@ -2,4 +2,4 @@\n" in result.stdout  # the cell's own line numbers
+    assert "     !echo start\n" in result.stdout  # the magic as written, not its placeholder
+    assert "+    return x / x.abs().max().detach()" in result.stdout and "magic.ipynb:cell 1" not in result.stdout
 
 
 def rewritten(data: str) -> str:

@@ -26,6 +26,7 @@ API (also for editors that receive the cells one by one, e.g. LSP notebook docum
 from __future__ import annotations
 
 import bisect
+import difflib
 import json
 import os
 import re
@@ -158,6 +159,20 @@ def rewrite(data: bytes, fixed_text: str) -> bytes:
     raw = data.decode("utf-8-sig")
     dumped = json.dumps(notebook, indent=_indent(raw), ensure_ascii=_escapes_non_ascii(raw))
     return (dumped + "\n" if raw.endswith("\n") else dumped).encode()
+
+
+def cell_diffs(path: str, data: bytes, fixed_text: str) -> str:
+    """`--diff` for a notebook: a unified diff per changed code cell, of its lines as written (magics
+    included), headed `path:cell N`. Raises NotebookError as `rewrite` does."""
+    source = from_json(data)
+    parts: list[str] = []
+    for code, lines in zip(source.cells, _split_cells(fixed_text, source), strict=True):
+        restored = _restore_magics(code, lines)
+        if restored != list(code.lines):
+            where = f"{path}:cell {code.cell}"
+            before, after = [f"{line}\n" for line in code.lines], [f"{line}\n" for line in restored]
+            parts.extend(difflib.unified_diff(before, after, f"a/{where}", f"b/{where}"))
+    return "".join(parts)
 
 
 @contextmanager

@@ -60,6 +60,8 @@ class FilePlan:
 
     def diff(self) -> str:
         path = self.source.path
+        if notebooks.is_notebook(path):  # per cell, as the user sees them (a plan is known to fit its cells)
+            return notebooks.cell_diffs(path, self.source.data, self.text)
         before, after = _lines(working_text(self.source.text)), _lines(self.text)
         return "".join(difflib.unified_diff(before, after, f"a/{path}", f"b/{path}"))
 

@@ -136,11 +136,9 @@ def test_the_fix_removes_the_gap_and_improves_the_speedup(
 ) -> None:
     assert fixed["coverage"]["breaks"] == [] and fixed["coverage"]["graphs_per_step"] == 1
     assert fixed["timing"]["breaks"] == 0
-    # The speed-up over one eager baseline: each run's own eager median is as noisy as its compiled one on a
-    # shared box (the reported speed-ups did flip here once), and the fix barely changes the eager cost.
-    eager = min(fixed["timing"]["eager"]["median_ms"], broken[0]["timing"]["eager"]["median_ms"])
-    before, after = broken[0]["timing"]["compiled"]["median_ms"], fixed["timing"]["compiled"]["median_ms"]
-    assert eager / after > eager / before
+    # Each speed-up is measured within its own run, eager and compiled calls in alternation, so the load
+    # the other test worker puts on this box reaches both (compared across runs, medians moved 16%).
+    assert fixed["timing"]["speedup"] > broken[0]["timing"]["speedup"]
     grown = fixed["timing"]["input_sets"]  # no input sets given: the batch grows by one, then two
     assert [s["inputs"][0] for s in grown] == ["float32[32, 64] cpu", "float32[33, 64] cpu", "float32[34, 64] cpu"]
     assert [s["recompiled"] for s in grown] == [False, True, False]

@@ -2,11 +2,12 @@
 
 Per target (the entries of a factory that share one callable are its input sets): the first call
 of each mode, split into compile and run from Dynamo's compilation metrics; the steady state
-(warm-up, then single calls between two clock reads that synchronise the device); whether the
-outputs agree (`torch.testing.assert_close`); a profiled steady step (coverage); every input set
-in turn on the same compiled function (recompiles, cache entries, memory, latency); last, a second
-compile after `torch._dynamo.reset()`, which finds inductor's caches warm. Eager runs use
-`set_stance("force_eager")`, so nested compiled code runs eagerly too.
+(warm-up, then eager and compiled calls in alternation, each between two clock reads that
+synchronise the device); whether the outputs agree (`torch.testing.assert_close`); a profiled
+steady step (coverage); every input set in turn on the same compiled function (recompiles, cache
+entries, memory, latency); last, a second compile after `torch._dynamo.reset()`, which finds
+inductor's caches warm. Eager runs use `set_stance("force_eager")`, so nested compiled code runs
+eagerly too.
 """
 
 from __future__ import annotations
@@ -99,7 +100,6 @@ def measure_target(
     state = Snapshot(primary)
     with torch.compiler.set_stance("force_eager"):
         eager_out, eager_first = first_call(unwrapped(primary.fn), primary)
-        eager_steady = steady(unwrapped(primary.fn), primary)
     state.restore()
     torch._dynamo.reset()
     clear_compilation_metrics()
@@ -109,7 +109,7 @@ def measure_target(
         compiled_out, compiled_first = first_call(fn, primary)
         first_compiles = compile_records(take_metrics())
         breaks = {ids[i]: break_record(b) for i, b in enumerate(log.breaks) if i in ids}
-        compiled_steady = steady(fn, primary)
+        eager_steady, compiled_steady = steady(unwrapped(primary.fn), fn, primary)
         result["timing"] = {
             "eager": {"first_ms": eager_first * 1e3, **eager_steady},
             "compiled": {
@@ -180,20 +180,42 @@ def synced_clock() -> float:
     return time.perf_counter()
 
 
-def steady(fn: Callable[..., Any], target: Target) -> dict[str, Any]:
-    """Median and spread of single calls, each between two synchronised clock reads, over at least
-    MIN_RUN_TIME after a warm-up. One call per sample, not blocks of calls as
-    `torch.utils.benchmark.Timer` takes: on a shared machine a long block is likely to be preempted,
-    a single call much less (and the Timer's default of one thread would change CPU results)."""
-    args, kwargs = clone((target.args, target.kwargs))
+Summary = dict[str, Any]
+
+
+def steady(eager: Callable[..., Any], compiled: Callable[..., Any], target: Target) -> tuple[Summary, Summary]:
+    """The steady state of both modes, one eager call then one compiled call, over at least MIN_RUN_TIME
+    each after a warm-up: a change in the machine's load reaches both alike (timed one mode after the
+    other, the eager median of the same code moved 16% between two runs on a shared box). Each sample is
+    one call between two synchronised clock reads, not a block of calls as `torch.utils.benchmark.Timer`
+    takes: on a shared machine a long block is likely to be preempted, a single call much less (and the
+    Timer's default of one thread would change CPU results)."""
+    eager_inputs, compiled_inputs = clone((target.args, target.kwargs)), clone((target.args, target.kwargs))
+
+    def eager_call() -> float:
+        with torch.compiler.set_stance("force_eager"):
+            return timed_call(eager, eager_inputs)
+
     for _ in range(WARMUP_CALLS):
-        fn(*args, **kwargs)
-    times: list[float] = []
-    deadline = time.perf_counter() + MIN_RUN_TIME
-    while len(times) < MIN_CALLS or (time.perf_counter() < deadline and len(times) < MAX_CALLS):
-        start = synced_clock()
-        fn(*args, **kwargs)
-        times.append(synced_clock() - start)
+        eager_call()
+        timed_call(compiled, compiled_inputs)
+    eager_times: list[float] = []
+    compiled_times: list[float] = []
+    deadline = time.perf_counter() + 2 * MIN_RUN_TIME
+    while len(eager_times) < MIN_CALLS or (time.perf_counter() < deadline and len(eager_times) < MAX_CALLS):
+        eager_times.append(eager_call())
+        compiled_times.append(timed_call(compiled, compiled_inputs))
+    return summary(eager_times), summary(compiled_times)
+
+
+def timed_call(fn: Callable[..., Any], inputs: tuple[tuple[Any, ...], dict[str, Any]]) -> float:
+    args, kwargs = inputs
+    start = synced_clock()
+    fn(*args, **kwargs)
+    return synced_clock() - start
+
+
+def summary(times: list[float]) -> Summary:
     first, _, third = statistics.quantiles(times, n=4)
     median = statistics.median(times)
     return {

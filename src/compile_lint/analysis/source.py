@@ -91,12 +91,19 @@ def normalise_odd_whitespace(text: str) -> Normalised | None:
 
 def _lines_inside_strings(text: str) -> set[int]:
     """Lines that start inside a multi-line string: their whitespace is part of its value."""
-    spanning = {tokenize.STRING, getattr(tokenize, "FSTRING_MIDDLE", tokenize.STRING)}
+    spans = multiline_tokens(text) or []  # if Python's tokenizer fails, the AST comparison still guards
+    return {line for first, last in spans for line in range(first + 1, last + 1)}
+
+
+def multiline_tokens(text: str) -> list[tuple[int, int]] | None:
+    """(first, last) line of each token that spans lines (a multi-line string); None if Python's
+    tokenizer rejects the text."""
     try:
         tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
     except (tokenize.TokenError, SyntaxError):
-        return set()  # the AST comparison still refuses any change to a string
-    return {line for t in tokens if t.type in spanning for line in range(t.start[0] + 1, t.end[0] + 1)}
+        return None
+    ends = (tokenize.NL, tokenize.NEWLINE)
+    return [(t.start[0], t.end[0]) for t in tokens if t.start[0] < t.end[0] and t.type not in ends]
 
 
 def _indent(line: str) -> str:

@@ -4,12 +4,10 @@ written as `--fix` writes them (atomically, only if unchanged since read; a note
 
 from __future__ import annotations
 
-import io
-import tokenize
 from dataclasses import dataclass, field
 
 from compile_lint import notebooks
-from compile_lint.analysis.source import source_lines
+from compile_lint.analysis.source import multiline_tokens, source_lines
 from compile_lint.engine import NOQA, UNUSED_NOQA
 from compile_lint.finding import Finding
 from compile_lint.fixes.runner import FilePlan, read_source, write_fixed
@@ -127,15 +125,9 @@ def with_noqa(text: str, codes_by_line: dict[int, set[str]]) -> tuple[str, int, 
 
 
 def _lines_ending_in_a_token(text: str) -> set[int]:
-    """Lines whose end lies inside a token (a multi-line string): a comment there would change the string."""
-    rows: set[int] = set()
-    try:
-        for token in tokenize.generate_tokens(io.StringIO(text).readline):
-            if token.start[0] < token.end[0] and token.type not in (tokenize.NEWLINE, tokenize.NL):
-                rows.update(range(token.start[0], token.end[0]))
-    except (tokenize.TokenError, SyntaxError):
-        pass  # a file with findings parsed; the tokenizer disagreeing costs only this guard
-    return rows
+    """Lines whose end lies inside a token (a multi-line string): a comment there would change the string.
+    A file with findings parsed; should the tokenizer disagree, only this guard is lost."""
+    return {line for first, last in multiline_tokens(text) or [] for line in range(first, last)}
 
 
 def _linted_line(finding: Finding) -> int:

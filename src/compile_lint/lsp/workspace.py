@@ -6,14 +6,12 @@ independent (see engine.import_groups). Nothing here knows the protocol; server.
 from __future__ import annotations
 
 import hashlib
-import io
-import tokenize
 from collections import OrderedDict
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from compile_lint.analysis.index import FileIndex
-from compile_lint.analysis.source import encoding_of, source_lines
+from compile_lint.analysis.source import encoding_of, multiline_tokens, source_lines
 from compile_lint.config import Config
 from compile_lint.engine import (
     NOQA,
@@ -180,10 +178,9 @@ def noqa_fix(finding: Finding, text: str) -> Fix | None:
 
 
 def _can_end_with_comment(text: str, line: int) -> bool:
-    try:
-        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
-    except (tokenize.TokenError, SyntaxError):
+    spans = multiline_tokens(text)
+    if spans is None:
         return False
-    spanning = any(t.start[0] <= line < t.end[0] for t in tokens if t.type not in (tokenize.NL, tokenize.NEWLINE))
+    spanning = any(first <= line < last for first, last in spans)
     source_line = source_lines(text)[line - 1]
     return not spanning and not source_line.rstrip().endswith("\\")

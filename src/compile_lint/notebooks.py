@@ -148,14 +148,10 @@ def rewrite(data: bytes, fixed_text: str) -> bytes:
     `from_json(data).text`). Magic lines come back as written; every other byte of the notebook (outputs,
     metadata, ids, key order, indentation, escaping) is kept as far as JSON allows."""
     notebook = _parse(data)
-    source = from_json(data)
-    fixed = _split_cells(fixed_text, source)
-    for code, lines in zip(source.cells, fixed, strict=True):
+    for code, restored in _changed_cells(from_json(data), fixed_text):
         cell = notebook["cells"][code.cell - 1]
-        restored = _restore_magics(code, lines)
-        if restored != list(code.lines):
-            text = "\n".join(restored) + ("\n" if code.trailing_newline else "")
-            cell["source"] = text if isinstance(cell["source"], str) else _nbformat_lines(text)
+        text = "\n".join(restored) + ("\n" if code.trailing_newline else "")
+        cell["source"] = text if isinstance(cell["source"], str) else _nbformat_lines(text)
     raw = data.decode("utf-8-sig")
     dumped = json.dumps(notebook, indent=_indent(raw), ensure_ascii=_escapes_non_ascii(raw))
     return (dumped + "\n" if raw.endswith("\n") else dumped).encode()
@@ -164,15 +160,20 @@ def rewrite(data: bytes, fixed_text: str) -> bytes:
 def cell_diffs(path: str, data: bytes, fixed_text: str) -> str:
     """`--diff` for a notebook: a unified diff per changed code cell, of its lines as written (magics
     included), headed `path:cell N`. Raises NotebookError as `rewrite` does."""
-    source = from_json(data)
     parts: list[str] = []
+    for code, restored in _changed_cells(from_json(data), fixed_text):
+        where = f"{path}:cell {code.cell}"
+        before, after = [f"{line}\n" for line in code.lines], [f"{line}\n" for line in restored]
+        parts.extend(difflib.unified_diff(before, after, f"a/{where}", f"b/{where}"))
+    return "".join(parts)
+
+
+def _changed_cells(source: NotebookSource, fixed_text: str) -> Iterator[tuple[CodeCell, list[str]]]:
+    """Each code cell the fix changed, with its fixed lines as they are written (magics restored)."""
     for code, lines in zip(source.cells, _split_cells(fixed_text, source), strict=True):
         restored = _restore_magics(code, lines)
         if restored != list(code.lines):
-            where = f"{path}:cell {code.cell}"
-            before, after = [f"{line}\n" for line in code.lines], [f"{line}\n" for line in restored]
-            parts.extend(difflib.unified_diff(before, after, f"a/{where}", f"b/{where}"))
-    return "".join(parts)
+            yield code, restored
 
 
 @contextmanager

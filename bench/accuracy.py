@@ -179,8 +179,8 @@ def collect_one(name: str, out: Path) -> None:
     import torch
     import torch._dynamo
 
-    from compile_lint.confirm.capture import BREAK_LOGGERS, capture_dynamo_log, parse_break
-    from compile_lint.confirm.targets import Target, compiled, targets_from_factory
+    from compile_lint.confirm.run.capture import BREAK_LOGGERS, capture_dynamo_log, parse_break
+    from compile_lint.confirm.run.targets import Target, compiled, targets_from_factory
 
     model = corpus_models().MODELS[name]
     wanted = corpus_filter()

@@ -17,8 +17,8 @@ from typing import Any
 import torch
 import torch._dynamo
 
-from compile_lint.confirm.capture import Break, capture_dynamo_log, forced_backend
-from compile_lint.confirm.targets import run_once, targets_from_factory
+from compile_lint.confirm.run.capture import Break, capture_dynamo_log, forced_backend
+from compile_lint.confirm.run.targets import run_once, targets_from_factory
 from fixture_support import FIXTURES, fixture_files, lint_unit
 
 RUNNABLE = [p for p in fixture_files() if "def compile_lint_targets" in p.read_text(encoding="utf-8")]

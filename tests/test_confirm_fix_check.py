@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from compile_lint.confirm.fix_check import fix_for
+from compile_lint.confirm.report.fix_check import fix_for
 from compile_lint.engine import lint_source
 from fixture_support import ROOT
 
@@ -157,7 +157,7 @@ def test_rewritten_lines_skip_the_added_torch_import(tmp_path: Path) -> None:
 
 def test_a_fix_whose_rewritten_lines_still_break_is_reported_as_such(tmp_path: Path) -> None:
     """No codemod is known to keep its break any more (the unsafe ones need proofs); the verdict stays checked."""
-    from compile_lint.confirm.fix_check import FixedFile, _judge
+    from compile_lint.confirm.report.fix_check import FixedFile, _judge
 
     (finding,) = [f for f in lint_source(MODEL, "model.py") if f.line == 7]
     fixed = FixedFile("unsafe", "torch.where", MODEL, "utf-8", (7, 7))

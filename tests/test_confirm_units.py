@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from compile_lint.confirm.match import Observed, match
 from compile_lint.confirm.plan import UsageError, explicit_specs, import_location
+from compile_lint.confirm.report.match import Observed, match
 from compile_lint.finding import Finding
 from compile_lint.rules import all_rules, rule_by_code
 
@@ -218,7 +218,7 @@ def test_import_location_climbs_out_of_packages(tmp_path: Path) -> None:
 torch = pytest.importorskip("torch")
 from torch import nn  # noqa: E402
 
-from compile_lint.confirm.inputs import NoInputs, first_layer_input, function_target, module_target  # noqa: E402
+from compile_lint.confirm.run.inputs import NoInputs, first_layer_input, function_target, module_target  # noqa: E402
 
 
 @pytest.mark.parametrize(
@@ -282,7 +282,7 @@ class Doubler(nn.Module):
 
 
 def test_guard_rejections_say_whether_a_call_would_recompile_without_compiling() -> None:
-    from compile_lint.confirm.probe import guard_rejections
+    from compile_lint.confirm.run.probe import guard_rejections
 
     torch._dynamo.reset()
     x = torch.randn(3, 4)
@@ -301,8 +301,8 @@ def test_guard_rejections_say_whether_a_call_would_recompile_without_compiling()
 def test_break_records_name_the_innermost_user_frame_and_the_library_it_broke_in(tmp_path: Path) -> None:
     import logging
 
-    from compile_lint.confirm import worker
-    from compile_lint.confirm.capture import Break, Frame
+    from compile_lint.confirm.run import worker
+    from compile_lint.confirm.run.capture import Break, Frame
 
     user = tmp_path / "model.py"
     user.write_text("import logging\ndef step(x):\n    logging.info('x')\n    return x\n")
@@ -320,7 +320,7 @@ def test_break_records_name_the_innermost_user_frame_and_the_library_it_broke_in
 
 
 def test_errors_are_described_even_when_their_message_raises() -> None:
-    from compile_lint.confirm.worker import describe_error
+    from compile_lint.confirm.run.worker import describe_error
 
     class Unprintable(Exception):
         def __str__(self) -> str:
@@ -335,7 +335,7 @@ def test_a_state_snapshot_restores_what_a_target_changed(tmp_path: Path, monkeyp
     import random
     import sys
 
-    from compile_lint.confirm.state import State
+    from compile_lint.confirm.run.state import State
 
     snapshot = State.now()
     expected = (random.random(), torch.rand(1).item())

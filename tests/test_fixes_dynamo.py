@@ -19,7 +19,7 @@ from fixture_support import FIXTURES
 torch = pytest.importorskip("torch")
 
 from compile_lint.config import Config  # noqa: E402
-from compile_lint.confirm.capture import Break, capture_dynamo_log, forced_backend  # noqa: E402
+from compile_lint.confirm.run.capture import Break, capture_dynamo_log, forced_backend  # noqa: E402
 from compile_lint.engine import lint_source  # noqa: E402
 from compile_lint.fixes.codemods import CODEMODS  # noqa: E402
 from compile_lint.fixes.runner import plan_fixes  # noqa: E402

@@ -22,7 +22,7 @@ torch = pytest.importorskip("torch")
 
 from compile_lint import versions  # noqa: E402
 from compile_lint.config import Config  # noqa: E402
-from compile_lint.confirm.capture import Break  # noqa: E402
+from compile_lint.confirm.run.capture import Break  # noqa: E402
 from compile_lint.engine import lint  # noqa: E402
 from compile_lint.finding import Finding  # noqa: E402
 from compile_lint.rules import rule_by_code  # noqa: E402

@@ -16,7 +16,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from compile_lint import versions  # noqa: E402
-from compile_lint.confirm.capture import capture_dynamo_log  # noqa: E402
+from compile_lint.confirm.run.capture import capture_dynamo_log  # noqa: E402
 from compile_lint.engine import lint_source  # noqa: E402
 
 INSTALLED = versions.parse(torch.__version__)

@@ -21,7 +21,7 @@ from fixture_support import FIXTURES, expected_codes
 
 torch = pytest.importorskip("torch")
 
-from compile_lint.confirm.capture import DynamoLog, capture_dynamo_log, forced_backend  # noqa: E402
+from compile_lint.confirm.run.capture import DynamoLog, capture_dynamo_log, forced_backend  # noqa: E402
 
 pytestmark = pytest.mark.dynamo
 FLAGGED = FIXTURES / "recompiles.py"

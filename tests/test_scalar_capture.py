@@ -33,7 +33,7 @@ def test_static_capture_flag_keeps_only_the_loop_bound() -> None:
 @pytest.mark.dynamo
 def test_dynamo_still_breaks_on_the_loop_bound_with_the_flag() -> None:
     torch = pytest.importorskip("torch")
-    from compile_lint.confirm.capture import capture_dynamo_log
+    from compile_lint.confirm.run.capture import capture_dynamo_log
 
     spec = importlib.util.spec_from_file_location("scalars_fixture_capture", SCALARS)
     assert spec and spec.loader

@@ -9,7 +9,7 @@ from typing import Any
 from rich.console import Console
 
 from compile_lint.cli import build_parser
-from compile_lint.confirm.measure import MeasureOptions, slug
+from compile_lint.confirm.measure.measure import MeasureOptions, slug
 from compile_lint.confirm.session import TargetReport
 from compile_lint.finding import Finding
 from compile_lint.reporters import html, timing_text

@@ -1,4 +1,4 @@
-"""Coverage from a profiler trace (compile_lint.confirm.trace), on hand-made events shaped like
+"""Coverage from a profiler trace (compile_lint.confirm.measure.trace), on hand-made events shaped like
 the ones torch 2.13 and 2.14 record for a module with one `.item()` break."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from compile_lint.confirm.trace import Event, complement, load_events, steps, union
+from compile_lint.confirm.measure.trace import Event, complement, load_events, steps, union
 
 STEP = "compile-lint step 0"
 

@@ -8,9 +8,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from compile_lint.confirm.inputs import Made  # noqa: E402
-from compile_lint.confirm.targets import Target  # noqa: E402
-from compile_lint.confirm.timing import Snapshot, agreement, clone, flag_out_of_line, grouped, setup  # noqa: E402
+from compile_lint.confirm.measure.timing import Snapshot, agreement, clone, flag_out_of_line, grouped, setup  # noqa: E402
+from compile_lint.confirm.run.inputs import Made  # noqa: E402
+from compile_lint.confirm.run.targets import Target  # noqa: E402
 
 
 def test_clone_keeps_strides_and_detaches() -> None:

@@ -1,7 +1,7 @@
 """The accuracy corpus: small models from real packages, random weights, seeded inputs, inference mode.
 
 Every entry is a compile-lint factory (a zero-argument callable returning `(fn, args)` or `(fn, args, kwargs)`,
-see src/compile_lint/confirm/targets.py) registered with its name and the import package whose source is linted.
+see src/compile_lint/confirm/run/targets.py) registered with its name and the import package whose source is linted.
 Factories import their package lazily, so a child process that collects one model's truth imports only that one.
 Nothing is downloaded: every model is built from its config with `torch.manual_seed` fixed weights.
 """

@@ -20,7 +20,7 @@ from compile_lint.fixes.codemods import Safety
 from compile_lint.reporters import github, json_report, sarif, text
 
 if TYPE_CHECKING:
-    from compile_lint.confirm.measure import MeasureOptions
+    from compile_lint.confirm.measure.measure import MeasureOptions
     from compile_lint.confirm.session import ConfirmOptions, ConfirmResult, Progress
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -269,7 +269,7 @@ def _measuring(args: argparse.Namespace) -> bool:
 
 
 def _measure_options(args: argparse.Namespace) -> MeasureOptions | None:
-    from compile_lint.confirm.measure import MeasureOptions
+    from compile_lint.confirm.measure.measure import MeasureOptions
 
     if not _measuring(args):
         return None
@@ -323,7 +323,7 @@ def _removed_unused_noqa(findings: list[Finding], log: Console) -> int:
 
 def run_confirm(args: argparse.Namespace, config: Config, console: Console) -> int:
     from compile_lint.confirm.plan import UsageError
-    from compile_lint.confirm.runner import default_memory_limit
+    from compile_lint.confirm.run.runner import default_memory_limit
     from compile_lint.confirm.session import ConfirmOptions, confirm
     from compile_lint.reporters import html, timing_text
 

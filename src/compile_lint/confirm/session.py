@@ -17,12 +17,12 @@ from typing import Any, Protocol
 
 from compile_lint.config import Config
 from compile_lint.confirm import GIVE_INPUTS
-from compile_lint.confirm.fix_check import check_fixes
-from compile_lint.confirm.match import Observed, match
-from compile_lint.confirm.measure import Measured, MeasureOptions, measure_all
+from compile_lint.confirm.measure.measure import Measured, MeasureOptions, measure_all
 from compile_lint.confirm.plan import TargetSpec, Unrunnable, UsageError, automatic_specs, explicit_specs
-from compile_lint.confirm.repro import write_all
-from compile_lint.confirm.runner import GB, Limits, WorkerPool
+from compile_lint.confirm.report.fix_check import check_fixes
+from compile_lint.confirm.report.match import Observed, match
+from compile_lint.confirm.report.repro import write_all
+from compile_lint.confirm.run.runner import GB, Limits, WorkerPool
 from compile_lint.engine import apply_filters, build_project, discover
 from compile_lint.finding import Finding
 from compile_lint.project import Project

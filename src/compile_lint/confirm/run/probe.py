@@ -26,7 +26,7 @@ from typing import Any
 import torch
 import torch._dynamo
 
-from compile_lint.confirm.capture import DynamoLog
+from compile_lint.confirm.run.capture import DynamoLog
 
 RECOMPILING = re.compile(r"Recompiling function (\S+) in (.*):(\d+)")
 GUARD_LINE = re.compile(r"^\s*-\s*(\d+/\d+: .+)$", re.M)  # "- 0/0: tensor 'x' size mismatch ..."

@@ -10,7 +10,7 @@ from typing import Any
 import torch
 import torch._dynamo
 
-from compile_lint.confirm.capture import is_compiled
+from compile_lint.confirm.run.capture import is_compiled
 
 
 class TargetError(Exception):

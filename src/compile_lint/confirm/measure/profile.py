@@ -18,8 +18,8 @@ from typing import Any
 import torch
 from torch._guards import CompileContext
 
-from compile_lint.confirm.capture import DynamoLog
-from compile_lint.confirm.trace import STEP, Gap, Step, load_events, steps
+from compile_lint.confirm.measure.trace import STEP, Gap, Step, load_events, steps
+from compile_lint.confirm.run.capture import DynamoLog
 
 PROFILED_STEPS = 10
 GAPS_SHOWN = 5

@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING, Any
 
 from compile_lint import __version__
 from compile_lint.confirm.plan import TargetSpec
-from compile_lint.confirm.repro import load_target
+from compile_lint.confirm.report.repro import load_target
 
 if TYPE_CHECKING:
-    from compile_lint.confirm.measure import MeasureOptions
+    from compile_lint.confirm.measure.measure import MeasureOptions
 
 LOGS = "graph_breaks,recompiles"
 

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from compile_lint.analysis.source import source_lines
-from compile_lint.confirm.match import blames
 from compile_lint.confirm.plan import TargetSpec, import_location
+from compile_lint.confirm.report.match import blames
 from compile_lint.finding import Finding
 from compile_lint.fixes import fixability
 from compile_lint.fixes.apply import FixError, fix_text

@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from compile_lint.confirm.match import blames
+from compile_lint.confirm.measure.timing_repro import write_timing_script
 from compile_lint.confirm.plan import TargetSpec
-from compile_lint.confirm.runner import GB, Limits, WorkerPool
-from compile_lint.confirm.timing_repro import write_timing_script
+from compile_lint.confirm.report.match import blames
+from compile_lint.confirm.run.runner import GB, Limits, WorkerPool
 from compile_lint.finding import Finding
 from compile_lint.rules import rule_by_code
 

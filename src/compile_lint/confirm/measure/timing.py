@@ -26,12 +26,12 @@ import torch
 import torch._dynamo
 from torch._dynamo.utils import clear_compilation_metrics, get_compilation_metrics
 
-from compile_lint.confirm.capture import DynamoLog, capture_dynamo_log
-from compile_lint.confirm.inputs import Made, NoInputs, unwrapped
-from compile_lint.confirm.probe import GUARD_LINE
-from compile_lint.confirm.profile import compile_ids, coverage, synchronize
-from compile_lint.confirm.targets import Target, original
-from compile_lint.confirm.worker import Context, break_record, build, describe_error, forget, load, user_files
+from compile_lint.confirm.measure.profile import compile_ids, coverage, synchronize
+from compile_lint.confirm.run.capture import DynamoLog, capture_dynamo_log
+from compile_lint.confirm.run.inputs import Made, NoInputs, unwrapped
+from compile_lint.confirm.run.probe import GUARD_LINE
+from compile_lint.confirm.run.targets import Target, original
+from compile_lint.confirm.run.worker import Context, break_record, build, describe_error, forget, load, user_files
 
 WARMUP_CALLS = 3
 MIN_RUN_TIME = 1.0  # seconds of steady-state calls per mode

@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from compile_lint.confirm import GIVE_INPUTS as HOW
-from compile_lint.confirm.targets import Target
+from compile_lint.confirm.run.targets import Target
 
 TENSOR_NAMES = ("Tensor", "torch.Tensor")
 CONV_SPATIAL = {nn.Conv1d: (16,), nn.Conv2d: (16, 16), nn.Conv3d: (8, 8, 8)}

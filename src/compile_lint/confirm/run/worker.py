@@ -1,4 +1,4 @@
-"""The worker process: `python -m compile_lint.confirm.worker`, one torch import for many targets.
+"""The worker process: `python -m compile_lint.confirm.run.worker`, one torch import for many targets.
 
 Requests and replies are JSON lines on private copies of stdin/stdout; the user's code sees
 /dev/null as stdin and prints to stderr, so neither `input()` nor `print` can touch the protocol.
@@ -35,8 +35,8 @@ import torch._dynamo
 from torch._dynamo.utils import counters
 
 from compile_lint.confirm import TIMEOUT_ATTRIBUTE
-from compile_lint.confirm.capture import Break, Frame, capture_dynamo_log, forced_backend, library_of
-from compile_lint.confirm.inputs import (
+from compile_lint.confirm.run.capture import Break, Frame, capture_dynamo_log, forced_backend, library_of
+from compile_lint.confirm.run.inputs import (
     Made,
     NoInputs,
     code_identity,
@@ -45,9 +45,9 @@ from compile_lint.confirm.inputs import (
     parameter_names,
     unwrapped,
 )
-from compile_lint.confirm.probe import probe_calls, probe_dtypes, probe_sizes
-from compile_lint.confirm.state import CleanStates, State
-from compile_lint.confirm.targets import Target, TargetError, compiled, targets_from_factory
+from compile_lint.confirm.run.probe import probe_calls, probe_dtypes, probe_sizes
+from compile_lint.confirm.run.state import CleanStates, State
+from compile_lint.confirm.run.targets import Target, TargetError, compiled, targets_from_factory
 
 LOGGING = "graph_breaks, recompiles and trace_source artifacts via torch._logging.set_logs, captured by handlers"
 USER_ERRORS = (Exception, SystemExit, KeyboardInterrupt)  # what a target may raise; the worker lives on
@@ -362,7 +362,7 @@ def fix_check_job(request: dict[str, Any], context: Context) -> dict[str, Any]:
 
 def measure_job(request: dict[str, Any], context: Context) -> dict[str, Any]:
     """--timing / --coverage."""
-    from compile_lint.confirm.timing import measure  # imports this module: load it on first use
+    from compile_lint.confirm.measure.timing import measure  # imports this module: load it on first use
 
     return measure(request, context)
 

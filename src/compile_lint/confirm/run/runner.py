@@ -72,13 +72,13 @@ def group_memory(group: int) -> int:
 
 
 class Worker:
-    """`python -m compile_lint.confirm.worker`, talking JSON lines over its stdin and stdout."""
+    """`python -m compile_lint.confirm.run.worker`, talking JSON lines over its stdin and stdout."""
 
     def __init__(self, backend: str) -> None:
         self.stderr: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 - closed in close()
         env = {**os.environ, "PYTHONBREAKPOINT": "0", "COMPILE_LINT_BACKEND": backend}
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "compile_lint.confirm.worker"],
+            [sys.executable, "-m", "compile_lint.confirm.run.worker"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self.stderr,

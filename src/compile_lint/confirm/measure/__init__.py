@@ -1,0 +1,1 @@
+"""Measure: eager-vs-compiled timing, the profiler trace and graph coverage."""

@@ -1,0 +1,1 @@
+"""Report: matching observations to static findings, checking fixes, writing reproducers."""

@@ -8,7 +8,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 from rich.console import Console
 
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from compile_lint.confirm.session import ConfirmOptions, ConfirmResult, Progress
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+UNWRAPPED = 100_000  # the width of a console that is not a terminal: tables at their natural width, nothing wraps
 EXIT_UNCHECKED = 3  # --confirm: some target could not be checked (or nothing ran); --exit-zero does not cover it
 CONFIRM_ONLY = ("target", "backend", "timeout", "repro_dir", "memory_limit", "max_auto_targets", "auto_targets", "deep")
 
@@ -212,7 +213,7 @@ def run_check(args: argparse.Namespace, console: Console) -> int:
         return _run_check(args, console)
     try:
         with args.output_file.open("w", encoding="utf-8") as stream:
-            return _run_check(args, Console(file=stream, width=Console().width))
+            return _run_check(args, output_console(stream))
     except OSError as error:
         message = f"compile-lint: cannot write {args.output_file}: {error.strerror or error}"
         Console(stderr=True).print(message, markup=False, highlight=False, soft_wrap=True)
@@ -286,7 +287,7 @@ def run_fixes(args: argparse.Namespace, config: Config, console: Console) -> int
     from compile_lint.fixes import runner
 
     allowed: set[Safety] = {"safe", "unsafe"} if args.unsafe_fixes else {"safe"}
-    log = console if args.format == "text" and not args.diff else Console(stderr=True)
+    log = console if args.format == "text" and not args.diff else output_console(stderr=True)
     plan = runner.plan_fixes(args.paths, config, allowed)
     hint = f" ({runner.count(plan.withheld, 'more fix', 'es')} with --unsafe-fixes)" if plan.withheld else ""
     if args.diff:
@@ -327,7 +328,7 @@ def run_confirm(args: argparse.Namespace, config: Config, console: Console) -> i
     from compile_lint.confirm.session import ConfirmOptions, confirm
     from compile_lint.reporters import html, timing_text
 
-    errors = Console(stderr=True)
+    errors = output_console(stderr=True)
     problem = _confirm_usage_problem(args)
     if problem:
         errors.print(f"compile-lint: {problem}", markup=False, soft_wrap=True)
@@ -433,10 +434,21 @@ def report(findings: list[Finding], files: int, fmt: str, console: Console, stat
         text.render(console, findings, files)
 
 
+def output_console(file: IO[str] | None = None, stderr: bool = False) -> Console:
+    """A console on `file` (default stdout). On a terminal it wraps at the terminal's width; anywhere else (a pipe,
+    a file, a CI log) nothing wraps, whatever COLUMNS says: one finding header per line, carets under their line,
+    tables at their natural width (ruff prints plain lines there too)."""
+    console = Console(file=file, stderr=stderr)
+    if not console.is_terminal:
+        console.width = UNWRAPPED
+        console.soft_wrap = True
+    return console
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    console = Console()
-    errors = Console(stderr=True)
+    console = output_console()
+    errors = output_console(stderr=True)
     try:
         if argv and argv[0] in ("rules", "rule"):
             from compile_lint import docs

@@ -234,8 +234,7 @@ class ConfirmProgress:
 
 def render_confirm_summary(console: Console, targets: list[TargetReport], findings: list[Finding]) -> None:
     """Per-target table and notes, what the recompile probe saw, and the totals `--confirm` is about."""
-    per_target = Table(title="Targets run under torch.compile", title_justify="left", caption_justify="left")
-    per_target.caption = TARGET_LEGEND
+    per_target = Table(title="Targets run under torch.compile", title_justify="left")
     for column in ("target", "outcome", "graphs", "breaks", "one graph", "recompiles"):
         per_target.add_column(column, overflow="fold")
     for target in targets:
@@ -246,6 +245,7 @@ def render_confirm_summary(console: Console, targets: list[TargetReport], findin
             cells = [str(target.graphs), str(target.breaks), one_graph, str(target.own_recompiles)]
         per_target.add_row(target.label, outcome, *cells)
     console.print(per_target)
+    console.print(Text(TARGET_LEGEND, style="dim"))  # not a caption: that would wrap to the table's width
     for target in targets:
         if target.error:
             console.print(Text(f"  {target.label}: {target.outcome}: {target.error}"), soft_wrap=True)

@@ -1,0 +1,130 @@
+"""A new user's first hour, as they would see it: the real `compile-lint` command run in a throwaway git
+repository with its output piped (as in CI logs, `| less` or `> file`), the real pre-commit running the
+configuration copied from the README, with torch installed (this venv) and without (pre-commit's own
+environment for the hook)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+GIT_IDENTITY = {
+    "GIT_AUTHOR_NAME": "test",
+    "GIT_AUTHOR_EMAIL": "test@example.com",
+    "GIT_COMMITTER_NAME": "test",
+    "GIT_COMMITTER_EMAIL": "test@example.com",
+}
+# A narrow COLUMNS, as CI runners and `ssh` sessions set it: piped output must not wrap at it.
+PIPED = {"COLUMNS": "40", "NO_COLOR": "1", "TERM": "dumb"}
+
+STEP = """import torch
+
+
+@torch.compile
+def step(x, lengths):
+    scale_of_the_whole_batch_for_this_step = x.abs().max().item()
+    if x.sum() > 0:
+        x = x + 1
+    print("a rather long message so that the header of this finding passes forty columns", x.shape)
+    return x / scale_of_the_whole_batch_for_this_step
+"""
+
+
+def git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, env={**os.environ, **GIT_IDENTITY})
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A user's throwaway git repository with one compiled step that breaks the graph."""
+    folder = tmp_path / "repo"
+    folder.mkdir()
+    (folder / "step.py").write_text(STEP)
+    git(folder, "init", "-q")
+    git(folder, "add", ".")
+    return folder
+
+
+def compile_lint(repo: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """The real command, stdout and stderr piped."""
+    return subprocess.run(
+        [sys.executable, "-m", "compile_lint", *args],
+        capture_output=True,
+        text=True,
+        cwd=repo,
+        env={**os.environ, **PIPED, **(env or {})},
+        timeout=600,
+    )
+
+
+# -- 1. piped output does not wrap ------------------------------------------------------------------------------
+
+
+def test_piped_report_keeps_each_header_caret_and_summary_on_one_line(repo: Path) -> None:
+    result = compile_lint(repo, "step.py", "--no-cache")
+    assert result.returncode == 1, result.stderr
+    lines = result.stdout.splitlines()
+    headers = [line for line in lines if re.match(r"step\.py:\d+:\d+: TCL\d{3} ", line)]
+    assert len(headers) == 3 and all(line.endswith("[default path]") for line in headers)
+    source = STEP.splitlines()
+    for index, line in enumerate(lines):
+        if line.strip() and set(line.strip()) == {"^"}:  # the carets sit under the span of the line above
+            gutter, code = lines[index - 1].split(" | ", 1)
+            number = int(gutter)
+            assert code == source[number - 1]
+            start = line.index("^") - len(gutter) - 3
+            header = next(h for h in headers if h.startswith(f"step.py:{number}:"))
+            assert start == int(header.split(":")[2]) - 1
+    assert sum(set(line.strip()) == {"^"} for line in lines) == 3
+    summary = lines[-1]
+    assert summary.startswith("Found 3 findings") and summary.endswith("TCL201 x1).")
+    assert all(len(line) > 40 for line in headers)  # longer than COLUMNS, and not wrapped
+
+
+def test_piped_rules_table_is_plain_one_rule_a_line_and_has_json_and_markdown(repo: Path) -> None:
+    from compile_lint.rules import all_rules
+
+    result = compile_lint(repo, "rules")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].split() == ["code", "name", "family", "GB", "codes", "fixable", "summary"]
+    assert len(lines) == 1 + len(all_rules())  # one line a rule, nothing dropped or cut
+    for rule, line in zip(all_rules(), lines[1:], strict=True):
+        assert line.startswith(rule.code) and line.endswith(rule.summary) and "│" not in line
+    as_json = json.loads(compile_lint(repo, "rules", "--format", "json").stdout)
+    assert [row["code"] for row in as_json] == [rule.code for rule in all_rules()]
+    assert {"fixable", "summary", "gb_codes"} <= set(as_json[0])
+    markdown = compile_lint(repo, "rules", "--format", "markdown").stdout.splitlines()
+    assert markdown[0] == "| code | name | family | GB codes | fixable | summary |"
+    assert sum(line.startswith("| TCL") for line in markdown) == len(all_rules())
+
+
+def test_report_written_to_a_file_does_not_wrap_either(repo: Path) -> None:
+    result = compile_lint(repo, "step.py", "--no-cache", "-o", "report.txt")
+    assert result.returncode == 1 and result.stdout == ""
+    written = (repo / "report.txt").read_text().splitlines()
+    assert written == compile_lint(repo, "step.py", "--no-cache").stdout.splitlines()
+
+
+@pytest.mark.dynamo
+def test_piped_confirm_tables_keep_a_target_per_line(repo: Path) -> None:
+    (repo / "target.py").write_text(
+        STEP + "\n\ndef make_a_step_with_a_long_name():\n    return step, (torch.randn(4, 8), None)\n"
+    )
+    target = "target.py:make_a_step_with_a_long_name"
+    result = compile_lint(repo, "target.py", "--confirm", "--no-cache", "--target", target)
+    assert result.returncode == 1, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    row = next(line for line in lines if "target.py:make_a_step_with_a_long_name" in line and "ok" in line)
+    cells = [cell.strip() for cell in row.strip("│ ").split("│")]
+    assert cells[:2] == ["target.py:make_a_step_with_a_long_name", "ok"] and cells[2].isdigit(), row
+    assert any(
+        line.startswith("graphs: graphs compiled on the target's call;") and line.endswith("not counted)")
+        for line in lines
+    )

@@ -128,3 +128,49 @@ def test_piped_confirm_tables_keep_a_target_per_line(repo: Path) -> None:
         line.startswith("graphs: graphs compiled on the target's call;") and line.endswith("not counted)")
         for line in lines
     )
+
+
+# -- 2. fix texts follow the codemods' analysis ----------------------------------------------------------------
+
+FIX_TEXTS = """import torch
+
+
+@torch.compile
+def step(x, loss, seq_end_pos):
+    if not torch.isfinite(x).all():
+        print("non-finite activations")
+    masked = loss[loss > 0].mean()
+    max_len = seq_end_pos.amax().item()
+    y = x[:, :max_len] + torch.arange(seq_end_pos.sum().item())
+    return y * masked
+"""
+
+
+def fixes_by_line(report: str) -> dict[int, str]:
+    """The `= fix:` text under each finding header, by line."""
+    fixes: dict[int, str] = {}
+    line = 0
+    for text in report.splitlines():
+        if match := re.match(r"step\.py:(\d+):\d+: TCL", text):
+            line = int(match.group(1))
+        elif text.startswith("      = fix: "):
+            fixes[line] = text.removeprefix("      = fix: ")
+    return fixes
+
+
+def test_fix_texts_say_what_would_hold(repo: Path) -> None:
+    (repo / "step.py").write_text(FIX_TEXTS)
+    fixes = fixes_by_line(compile_lint(repo, "step.py", "--no-cache").stdout)
+    # a branch whose body only prints: no torch.where, an eager-only check
+    assert "torch.where" not in fixes[6].split("cannot select")[1]
+    assert "`if not torch.compiler.is_compiling() and not torch.isfinite(x).all():`" in fixes[6]
+    # a masked mean keeps its numerics: divided by the selected count
+    assert "`torch.where(loss > 0, loss, 0).sum() / (loss > 0).sum()`" in fixes[8]
+    assert "`(loss * (loss > 0)).sum() / (loss > 0).sum()`" in fixes[8]
+    # `.item()` values used as a slice bound or an arange size: `.detach()` would not hold there
+    for line, use in ((9, "`max_len` is then a slice bound"), (10, "The value is a size of `torch.arange`")):
+        assert fixes[line].startswith(use) and "`.detach()` would not hold" in fixes[line]
+        assert "capture_scalar_outputs = True" in fixes[line]
+    # and the codemods agree: nothing to rewrite for those
+    diff = compile_lint(repo, "step.py", "--diff", "--unsafe-fixes", "--no-cache")
+    assert "detach" not in diff.stdout and "torch.where" not in diff.stdout

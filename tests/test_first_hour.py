@@ -174,3 +174,38 @@ def test_fix_texts_say_what_would_hold(repo: Path) -> None:
     # and the codemods agree: nothing to rewrite for those
     diff = compile_lint(repo, "step.py", "--diff", "--unsafe-fixes", "--no-cache")
     assert "detach" not in diff.stdout and "torch.where" not in diff.stdout
+
+
+# -- 3. one truth for fixability -------------------------------------------------------------------------------
+
+FIXABLE = '''import torch
+
+
+@torch.compile
+def step(x, lengths):
+    print(x)
+    x = x / x.abs().max().item()
+    n = lengths.max().item()
+    return x[:n]
+'''
+
+
+def test_statistics_show_fixes_diff_and_fix_count_the_same_fixes(repo: Path) -> None:
+    (repo / "step.py").write_text(FIXABLE)
+    (repo / "clean.py").write_text("def f():\n    return 1\n")
+    statistics = compile_lint(repo, ".", "--statistics").stdout.splitlines()
+    assert statistics == [
+        "2  TCL101  [*]       tensor-item (1 of 2 with --fix)",  # the slice-bound one has no rewrite
+        "1  TCL201  [*unsafe] print-in-region",
+        "[*] fixable with --fix, [*unsafe] with --unsafe-fixes",
+    ]
+    shown = compile_lint(repo, ".", "--show-fixes").stdout
+    assert re.findall(r"TCL\d+ (\[\*\w*\])", shown) == ["[*unsafe]", "[*]"]  # the same marks, the same findings
+    assert "Found 3 findings in 1 file (2 linted)" in shown
+    diff = compile_lint(repo, ".", "--diff")
+    assert diff.stderr.strip() == "Would fix 1 finding in 1 file (1 more fix with --unsafe-fixes)."
+    unsafe = compile_lint(repo, ".", "--diff", "--unsafe-fixes")
+    assert unsafe.stderr.strip() == "Would fix 2 findings in 1 file."
+    fixed = compile_lint(repo, ".", "--fix")
+    assert "Fixed 1 finding (1 more fix with --unsafe-fixes)." in fixed.stdout
+    assert "Found 2 findings in 1 file (2 linted)" in fixed.stdout

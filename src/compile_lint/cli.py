@@ -240,8 +240,9 @@ def _run_check(args: argparse.Namespace, console: Console) -> int:
 
 
 def _with_fixes(findings: list[Finding], args: argparse.Namespace, config: Config) -> list[Finding]:
-    """--show-fixes: each finding an automatic fix removes gets `details["autofix"]` (safety and title)."""
-    if not args.show_fixes:
+    """--show-fixes, --statistics: each finding an automatic fix removes gets `details["autofix"]` (safety and
+    title), from the same plan --fix and --diff apply."""
+    if not (args.show_fixes or args.statistics):
         return findings
     from compile_lint.fixes import runner
 

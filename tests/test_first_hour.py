@@ -178,7 +178,7 @@ def test_fix_texts_say_what_would_hold(repo: Path) -> None:
 
 # -- 3. one truth for fixability -------------------------------------------------------------------------------
 
-FIXABLE = '''import torch
+FIXABLE = """import torch
 
 
 @torch.compile
@@ -187,7 +187,7 @@ def step(x, lengths):
     x = x / x.abs().max().item()
     n = lengths.max().item()
     return x[:n]
-'''
+"""
 
 
 def test_statistics_show_fixes_diff_and_fix_count_the_same_fixes(repo: Path) -> None:
@@ -209,3 +209,86 @@ def test_statistics_show_fixes_diff_and_fix_count_the_same_fixes(repo: Path) -> 
     fixed = compile_lint(repo, ".", "--fix")
     assert "Fixed 1 finding (1 more fix with --unsafe-fixes)." in fixed.stdout
     assert "Found 2 findings in 1 file (2 linted)" in fixed.stdout
+
+
+# -- 4. the README's pre-commit configuration, as written, against a local clone -------------------------------
+
+ROOT = Path(__file__).resolve().parent.parent
+RANDOM_STEP = """import random
+
+import torch
+
+
+@torch.compile
+def step(x):
+    return x * random.random()
+"""
+
+
+@pytest.fixture(scope="module")
+def clone(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A local clone of this project whose `main` is the working tree as it is now (what users clone)."""
+    folder = tmp_path_factory.mktemp("clone") / "compile-lint"
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    folder.mkdir()
+    git(folder, "init", "-q", "-b", "main")
+    for name in filter(None, tracked.decode().split("\0")):
+        source, target = ROOT / name, folder / name
+        if source.is_file():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(source.read_bytes())
+    git(folder, "add", ".")
+    git(folder, "commit", "-q", "-m", "snapshot")
+    return folder
+
+
+def readme_pre_commit_config(clone: Path) -> str:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = readme.split("### pre-commit\n\n```yaml\n", 1)[1].split("```", 1)[0]
+    assert "rev: main" in block
+    return block.replace("https://github.com/OWNER/compile-lint", str(clone))
+
+
+def pre_commit(repo: Path, home: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, **GIT_IDENTITY, **PIPED, "PRE_COMMIT_HOME": str(home)}
+    return subprocess.run(
+        [sys.executable, "-m", "pre_commit", "run", "--all-files", "--color", "never"],
+        capture_output=True,
+        text=True,
+        cwd=repo,
+        env=env,
+        timeout=900,
+    )
+
+
+def finding_lines(output: str) -> list[str]:
+    return [line for line in output.splitlines() if re.match(r"(step|random_step|other\d)\.py:\d+:\d+: TCL", line)]
+
+
+@pytest.mark.slow
+def test_readme_pre_commit_config_runs_as_written_with_one_report_worded_for_one_torch(
+    repo: Path, clone: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    home = tmp_path_factory.getbasetemp() / "pre-commit-home"
+    (repo / "random_step.py").write_text(RANDOM_STEP)
+    for number in range(6):  # enough files for pre-commit to split them into batches, were it allowed to
+        (repo / f"other{number}.py").write_text(STEP)
+    (repo / ".pre-commit-config.yaml").write_text(readme_pre_commit_config(clone))
+    (repo / "pyproject.toml").write_text('[tool.compile-lint]\ntorch-version = "2.13"\n')
+    git(repo, "add", ".")
+    hook = pre_commit(repo, home)  # the hook's own environment: compile-lint without torch
+    assert hook.returncode == 1, hook.stdout + hook.stderr
+    assert "did not match" not in hook.stdout + hook.stderr
+    assert re.search(r"^compile-lint\.+Failed$", hook.stdout, re.M), hook.stdout
+    assert len(re.findall(r"^Found \d+ findings", hook.stdout, re.M)) == 1  # one run, one report
+    assert "Found 22 findings in 8 files (8 linted)" in hook.stdout
+    # this venv has torch 2.13 installed: the same words as the hook's, since torch-version says 2.13
+    here = compile_lint(repo, *sorted(p.name for p in repo.glob("*.py")), "--no-cache")
+    assert finding_lines(hook.stdout) == finding_lines(here.stdout)
+    assert any("random_step.py:8:16: TCL301" in line for line in finding_lines(hook.stdout))
+    assert "worded for torch" not in hook.stdout + here.stderr
+    # without torch-version, the hook says which torch it assumed
+    (repo / "pyproject.toml").write_text("[tool.compile-lint]\n")
+    git(repo, "add", ".")
+    unset = pre_commit(repo, home)
+    assert "compile-lint: findings are worded for torch 2.14, the default: no torch is installed here" in unset.stdout

@@ -12,7 +12,7 @@ from typing import IO, TYPE_CHECKING
 
 from rich.console import Console
 
-from compile_lint import __version__, notebooks
+from compile_lint import __version__, notebooks, versions
 from compile_lint.config import MODES, Config, ConfigError, load_config
 from compile_lint.engine import build_project, discover, lint
 from compile_lint.finding import Finding
@@ -236,7 +236,15 @@ def _run_check(args: argparse.Namespace, console: Console) -> int:
     result = lint(args.paths, config, jobs=jobs, use_cache=not args.no_cache)
     findings = _with_fixes(result.findings, args, config)
     report(findings, result.files, args.format, console, args.statistics)
+    _version_note(config)
     return EXIT_FINDINGS if result.findings else EXIT_CLEAN
+
+
+def _version_note(config: Config) -> None:
+    """Name the torch version the findings are worded for when it is neither configured nor installed."""
+    note = versions.assumed_note(config.torch_version)
+    if note:
+        output_console(stderr=True).print(f"compile-lint: {note}", style="yellow", markup=False, highlight=False)
 
 
 def _with_fixes(findings: list[Finding], args: argparse.Namespace, config: Config) -> list[Finding]:
@@ -307,6 +315,7 @@ def run_fixes(args: argparse.Namespace, config: Config, console: Console) -> int
     if _removed_unused_noqa(result.findings, log):
         result = lint(args.paths, config, jobs=args.jobs or os.cpu_count() or 1, use_cache=not args.no_cache)
     report(_with_fixes(result.findings, args, config), result.files, args.format, console, args.statistics)
+    _version_note(config)
     return EXIT_FINDINGS if result.findings or plan.errors else EXIT_CLEAN
 
 

@@ -292,3 +292,108 @@ def test_readme_pre_commit_config_runs_as_written_with_one_report_worded_for_one
     git(repo, "add", ".")
     unset = pre_commit(repo, home)
     assert "compile-lint: findings are worded for torch 2.14, the default: no torch is installed here" in unset.stdout
+
+
+# -- 5. fixes that need torch respect how the module imports it -------------------------------------------------
+
+TORCH_OPTIONAL = """import logging
+from importlib.util import find_spec
+
+if find_spec("torch") is not None:
+    import torch
+
+logger = logging.getLogger(__name__)
+
+
+def scale(x):
+    logger.info("scaling")
+    return x * 2
+
+
+if find_spec("torch") is not None:
+    compiled = torch.compile(scale)
+"""
+TYPE_CHECKED = """from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import torch
+
+logger = logging.getLogger(__name__)
+
+
+def scale(x: torch.Tensor) -> torch.Tensor:
+    logger.info("scaling")
+    return x * 2
+
+
+def compile_it(torch_module):
+    return torch_module.compile(scale)
+"""
+SORTED_IMPORTS = '''"""A model whose imports are sorted as isort and ruff sort them."""
+
+import logging
+import os
+
+import numpy as np
+from torch import nn
+from tqdm import tqdm
+
+from .helpers import helper
+
+logger = logging.getLogger(__name__)
+
+
+class Net(nn.Module):
+    def forward(self, x):
+        logger.info("shape %s", os.sep)
+        return x
+'''
+
+
+def test_unsafe_fixes_leave_torch_optional_modules_importable_without_torch(repo: Path) -> None:
+    (repo / "optional.py").write_text(TORCH_OPTIONAL)
+    (repo / "typed.py").write_text(TYPE_CHECKED)
+    fixed = compile_lint(repo, "optional.py", "typed.py", "--unsafe-fixes", "--no-cache")
+    assert "Fixed 0 findings." in fixed.stdout, fixed.stdout
+    assert (repo / "optional.py").read_text() == TORCH_OPTIONAL and (repo / "typed.py").read_text() == TYPE_CHECKED
+    assert "[*unsafe]" not in compile_lint(repo, "optional.py", "--show-fixes", "--no-cache").stdout
+    # without torch installed (the system's python, which has none) the module still imports and runs
+    without_torch = subprocess.run(
+        ["python3", "-I", "-c", "import importlib.util as u; assert u.find_spec('torch') is None; "
+         "import sys; sys.path.insert(0, '.'); import optional; print(optional.scale(3))"],
+        capture_output=True, text=True, cwd=repo,
+    )  # fmt: skip
+    if "AssertionError" in without_torch.stderr:
+        pytest.skip("the system python has torch installed")
+    assert without_torch.returncode == 0 and without_torch.stdout == "6\n", without_torch.stderr
+
+
+def test_an_added_torch_import_lands_where_isort_puts_it(repo: Path) -> None:
+    (repo / "model.py").write_text(SORTED_IMPORTS)
+    fixed = compile_lint(repo, "model.py", "--unsafe-fixes", "--no-cache")
+    assert "Fixed 1 finding." in fixed.stdout, fixed.stdout
+    text = (repo / "model.py").read_text()
+    assert "import numpy as np\nimport torch\nfrom torch import nn\n" in text
+    ruff = subprocess.run(
+        [sys.executable, "-m", "ruff", "check", "--isolated", "--select", "I", "model.py"],
+        capture_output=True, text=True, cwd=repo,
+    )  # fmt: skip
+    assert ruff.returncode == 0, ruff.stdout
+    # a module with only standard-library and first-party imports: torch gets a section of its own between them
+    (repo / "base.py").write_text("import torch\n\n\nclass Base(torch.nn.Module):\n    pass\n")
+    (repo / "block.py").write_text(
+        SORTED_IMPORTS.replace("import numpy as np\nfrom torch import nn\nfrom tqdm import tqdm\n\n", "")
+        .replace("from .helpers import helper", "from base import Base")
+        .replace("class Net(nn.Module):", "class Net(Base):")
+    )
+    fixed = compile_lint(repo, "base.py", "block.py", "--unsafe-fixes", "--no-cache")
+    assert "Fixed 1 finding." in fixed.stdout, fixed.stdout
+    assert "import logging\nimport os\n\nimport torch\n\nfrom base import Base\n" in (repo / "block.py").read_text()
+    ruff = subprocess.run(
+        [sys.executable, "-m", "ruff", "check", "--isolated", "--select", "I", "model.py", "block.py"],
+        capture_output=True, text=True, cwd=repo,
+    )  # fmt: skip
+    assert ruff.returncode == 0, ruff.stdout

@@ -397,3 +397,27 @@ def test_an_added_torch_import_lands_where_isort_puts_it(repo: Path) -> None:
         capture_output=True, text=True, cwd=repo,
     )  # fmt: skip
     assert ruff.returncode == 0, ruff.stdout
+
+
+# -- 6. a bad path named on the command line ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("extra", [[], ["--fix"], ["--statistics"], ["--format", "json"]])
+def test_a_symlink_loop_or_missing_path_is_a_diagnostic_and_the_run_goes_on(repo: Path, extra: list[str]) -> None:
+    (repo / "self").symlink_to("self")
+    result = compile_lint(repo, "self", "missing.py", "step.py", "--no-cache", *extra)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "internal error" not in result.stderr and "Traceback" not in result.stderr
+    if extra == ["--format", "json"]:
+        found = {(f["path"], f["code"]) for f in json.loads(result.stdout)["findings"]}
+        assert {("self", "TCL000"), ("missing.py", "TCL000"), ("step.py", "TCL101")} <= found
+    elif extra == ["--statistics"]:
+        rows = [line.split()[:2] for line in result.stdout.splitlines()]
+        assert ["2", "TCL000"] in rows and ["1", "TCL101"] in rows
+    else:
+        assert (
+            "self:1:1: TCL000 File could not be read, decoded or parsed; it was not linted: cannot read: Too many levels of symbolic links"
+            in result.stdout
+        )
+        assert "missing.py:1:1: TCL000" in result.stdout and "cannot read: No such file or directory" in result.stdout
+        assert re.search(r"^step\.py:6:\d+: TCL101", result.stdout, re.M)

@@ -155,16 +155,17 @@ def statistics(findings: list[Finding]) -> list[dict[str, Any]]:
 def render_statistics(console: Console, findings: list[Finding]) -> None:
     rows = statistics(findings)
     width = max((len(str(row["count"])) for row in rows), default=1)
-    mark_width = max(len(mark) for mark in MARKS.values())
+    fixable = any(row["fix"] or row["unsafe_fix"] for row in rows)
+    mark_width = max(len(mark) for mark in MARKS.values()) + 1 if fixable else 0  # no blank column without fixes
     for row in rows:
         safe, unsafe, count = row["fix"], row["unsafe_fix"], row["count"]
         mark = MARKS["safe"] if safe else MARKS["unsafe"] if unsafe else ""
         parts = [(safe, "--fix")] * bool(safe) + [(unsafe, "--unsafe-fixes")] * bool(unsafe)
         detail = ", ".join(f"{n} of {count} with {flag}" for n, flag in parts)
         detail = f" ({detail})" if mark and count not in (safe, unsafe) else ""
-        line = f"{row['count']:>{width}}  {row['code']}  {mark:<{mark_width}} {row['name']}{detail}"
+        line = f"{row['count']:>{width}}  {row['code']}  {mark:<{mark_width}}{row['name']}{detail}"
         console.print(line, highlight=False, markup=False, soft_wrap=True)
-    if any(row["fix"] or row["unsafe_fix"] for row in rows):
+    if fixable:
         console.print(FIX_LEGEND, style="dim", highlight=False, markup=False)
 
 

@@ -421,3 +421,24 @@ def test_a_symlink_loop_or_missing_path_is_a_diagnostic_and_the_run_goes_on(repo
         )
         assert "missing.py:1:1: TCL000" in result.stdout and "cannot read: No such file or directory" in result.stdout
         assert re.search(r"^step\.py:6:\d+: TCL101", result.stdout, re.M)
+
+
+# -- 7. the cache folder, as the README names it -----------------------------------------------------------------
+
+
+def test_the_cache_folder_is_where_the_readme_says_and_its_command_clears_it(repo: Path) -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    clear = next(line.split("#")[0].strip() for line in readme.splitlines() if line.startswith("rm -rf "))
+    assert clear == "rm -rf .compile_lint_cache"
+    (repo / "pyproject.toml").write_text("[tool.compile-lint]\n")
+    (repo / "pkg").mkdir()
+    (repo / "pkg" / "step.py").write_text(STEP)
+    git(repo, "add", ".")
+    assert compile_lint(repo / "pkg", "step.py").returncode == 1
+    assert (repo / ".compile_lint_cache").is_dir() and not (repo / "pkg" / ".compile_lint_cache").exists()
+    status = subprocess.run(["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True).stdout
+    assert ".compile_lint_cache" not in status  # it ignores itself
+    subprocess.run(clear, shell=True, cwd=repo, check=True)
+    assert not (repo / ".compile_lint_cache").exists()
+    assert compile_lint(repo / "pkg", "step.py").returncode == 1  # rebuilt
+    assert (repo / ".compile_lint_cache").is_dir()

@@ -65,7 +65,9 @@ def observed_breaks(path: Path) -> list[Break]:
                 run_once(target, "eager")
         return log.breaks
     finally:
-        torch._dynamo.config.load_config(saved)
+        # only the keys a fixture changed: loading the whole copy sets deprecated keys too, which warn
+        current = torch._dynamo.config.get_config_copy()
+        torch._dynamo.config.load_config({key: value for key, value in saved.items() if current[key] != value})
         torch._dynamo.reset()
 
 

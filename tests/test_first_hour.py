@@ -442,3 +442,38 @@ def test_the_cache_folder_is_where_the_readme_says_and_its_command_clears_it(rep
     assert not (repo / ".compile_lint_cache").exists()
     assert compile_lint(repo / "pkg", "step.py").returncode == 1  # rebuilt
     assert (repo / ".compile_lint_cache").is_dir()
+
+
+# -- 8. quiet tests ----------------------------------------------------------------------------------------------
+
+
+def test_the_child_killed_over_the_memory_bound_dumps_nothing_on_the_terminal() -> None:
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "tests/test_robustness.py", "-k", "memory_bound", "-q", "-p", "no:cacheprovider"],
+        capture_output=True, text=True, cwd=ROOT, timeout=300,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout + run.stderr
+    output = run.stdout + run.stderr
+    assert "1 passed" in output
+    assert "Fatal Python error" not in output and "memory allocation" not in output and "Traceback" not in output
+
+
+@pytest.mark.dynamo
+def test_restoring_dynamos_config_after_a_fixture_raises_no_deprecation_warning() -> None:
+    import warnings
+
+    from fixture_dynamo import observed_breaks
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        breaks = observed_breaks(ROOT / "fixtures" / "seed_step.py")
+    assert breaks, "the seed example breaks the graph"
+    assert not [w for w in caught if issubclass(w.category, (DeprecationWarning, FutureWarning))], [
+        str(w.message) for w in caught
+    ]
+
+
+def test_readme_says_how_long_the_tests_take() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    setup = readme.split("## Set-up: two commands", 1)[1].split("## The demo", 1)[0]
+    assert re.search(r"The first\s+`pytest` takes about \d+ minutes on 2 cores", setup)

@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,6 +27,7 @@ if TYPE_CHECKING:
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 EXIT_UNCHECKED = 3  # --confirm: some target could not be checked (or nothing ran); --exit-zero does not cover it
+EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143  # the shell's codes for SIGINT and SIGTERM
 CONFIRM_ONLY = ("target", "backend", "timeout", "repro_dir", "memory_limit", "max_auto_targets", "auto_targets", "deep")
 
 
@@ -433,7 +436,26 @@ def report(findings: list[Finding], files: int, fmt: str, console: Console, stat
         text.render(console, findings, files)
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (what `timeout`, a cancelled CI job and supervisors send): unwinds like Ctrl-C, so every
+    `finally` runs, --confirm's workers are stopped and no half-written report is left."""
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise Terminated
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    if threading.current_thread() is not threading.main_thread():  # signal handlers live in the main thread
+        return _main(argv)
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        return _main(argv)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     console = Console()
     errors = Console(stderr=True)
@@ -457,8 +479,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         message = f"compile-lint: configuration error: {error}"
         errors.print(message, highlight=False, markup=False, soft_wrap=True)
         return EXIT_ERROR
-    except KeyboardInterrupt:
-        return EXIT_ERROR
+    except KeyboardInterrupt as stop:
+        terminated = isinstance(stop, Terminated)
+        message = f"compile-lint: interrupted ({'SIGTERM' if terminated else 'SIGINT'}); nothing more was run"
+        errors.print(message, highlight=False, markup=False, soft_wrap=True)
+        return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
     except BrokenPipeError:  # `compile-lint | head`: the reader left; say nothing more
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_ERROR

@@ -12,6 +12,9 @@ import hashlib
 import json
 import os
 import re
+import signal
+import threading
+import time
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
@@ -349,9 +352,30 @@ def _run(items: list[tuple[str, bytes]], options: Options, limits: Limits, jobs:
     batches: list[list[tuple[str, bytes]]] = [[] for _ in range(min(jobs * 4, len(groups)))]
     for group in sorted(groups, key=lambda g: -sum(len(d) for _, d in g)):
         min(batches, key=lambda b: sum(len(d) for _, d in b)).extend(group)
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        results = pool.map(_analyze_group, [(batch, options, limits) for batch in batches if batch])
-        return [Finding(**f) for batch in results for f in batch]  # type: ignore[arg-type]
+    with ProcessPoolExecutor(max_workers=jobs, initializer=_quiet_on_interrupt) as pool:
+        try:
+            results = pool.map(_analyze_group, [(batch, options, limits) for batch in batches if batch])
+            return [Finding(**f) for batch in results for f in batch]  # type: ignore[arg-type]
+        except BaseException:  # Ctrl-C or SIGTERM: no more batches, and the running ones end now
+            processes = list((pool._processes or {}).values())  # no public way to stop a running batch
+            pool.shutdown(wait=False, cancel_futures=True)
+            for process in processes:
+                process.kill()
+            raise
+
+
+def _quiet_on_interrupt() -> None:
+    """In each -j process: Ctrl-C reaches the whole process group, but only the parent stops the run
+    (and says so, once); a process whose parent is gone ends."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="end-with-parent", daemon=True).start()
 
 
 # -- the cache ---------------------------------------------------------------------------------------

@@ -168,7 +168,14 @@ def _run_each(
     if len(pools) == 1:
         return [run_one(spec) for spec in specs]
     with ThreadPoolExecutor(max_workers=len(pools)) as executor:
-        return list(executor.map(run_one, specs))
+        futures = [executor.submit(run_one, spec) for spec in specs]
+        try:
+            return [future.result() for future in futures]
+        except BaseException:  # Ctrl-C or SIGTERM: start no other target, end the running ones now
+            executor.shutdown(wait=False, cancel_futures=True)
+            for pool in pools:
+                pool.stop()
+            raise
 
 
 def _plan(

@@ -161,3 +161,98 @@ def children(pid: int) -> list[int]:
             if int(fields[1]) == pid:
                 found.append(int(entry.name))
     return found
+
+
+# -- outputs -------------------------------------------------------------------------------------------
+BREAKING = """
+import os
+
+import torch
+
+
+def f(x):
+    return x.item() + 1
+
+
+def make():
+    open(os.environ["EDGES_RAN"], "w").close()  # this target ran
+    blocker = os.environ.get("EDGES_BLOCK")
+    if blocker:
+        open(blocker, "w").close()  # a file where the run will want a folder
+    return f, (torch.ones(()),)
+"""
+
+
+@pytest.mark.parametrize(
+    ("option", "problem"),
+    [
+        (["--html", "afile"], "--html afile: a file is there; name a folder (it is created if missing)"),
+        (["--repro-dir", "afile"], "--repro-dir afile: a file is there; name a folder (it is created if missing)"),
+        (["--repro-dir", "afile/scripts"], "--repro-dir afile/scripts: afile is a file, not a folder"),
+        (["-o", "missing/report.json"], "-o missing/report.json: the folder missing does not exist"),
+        (["-o", "."], "-o .: a folder is there; name a file"),
+        (["-o", "locked.json"], "-o locked.json: the file is read-only"),
+    ],
+)
+def test_a_bad_output_is_a_usage_error_before_any_work(tmp_path: Path, option: list[str], problem: str) -> None:
+    (tmp_path / "breaking.py").write_text(BREAKING)
+    (tmp_path / "afile").write_text("kept")
+    (tmp_path / "locked.json").write_text("kept")
+    (tmp_path / "locked.json").chmod(0o444)
+    ran = tmp_path / "ran"
+    result = subprocess.run(
+        [*PYTHON, "--confirm", "--target", "breaking:make", *option, "breaking.py"],
+        cwd=tmp_path,
+        env={**ENV, "EDGES_RAN": str(ran)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [f"compile-lint: {problem}"]
+    assert result.stdout == ""
+    assert not ran.exists()  # no target ran
+    assert (tmp_path / "afile").read_text() == "kept"
+    assert (tmp_path / "locked.json").read_text() == "kept"
+
+
+@pytest.mark.dynamo
+def test_a_stopped_run_leaves_the_previous_report(hanging: tuple[Path, Path]) -> None:
+    project, marks = hanging
+    previous = '{"findings": []}\n'
+    (project / "report.json").write_text(previous)
+    run = start_confirm(project, marks, "--format", "json", "-o", "report.json")
+    running_workers(marks, 1)
+    run.send_signal(signal.SIGTERM)
+    run.communicate(timeout=60)
+    assert run.returncode == 143
+    assert (project / "report.json").read_text() == previous
+    assert sorted(p.name for p in project.iterdir() if p.is_file()) == ["hang.py", "report.json"]  # no temporary
+
+
+def test_a_report_is_replaced_whole(tmp_path: Path) -> None:
+    (tmp_path / "m.py").write_text("import torch\n\n\n@torch.compile\ndef f(x):\n    return x.item()\n")
+    (tmp_path / "report.json").write_text("old")
+    result = subprocess.run(
+        [*PYTHON, "--format", "json", "-o", "report.json", "m.py"], cwd=tmp_path, capture_output=True, timeout=120
+    )
+    assert result.returncode == 1
+    assert '"code": "TCL101"' in (tmp_path / "report.json").read_text()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.py", "report.json"]
+
+
+@pytest.mark.dynamo
+def test_an_output_failing_after_the_work_keeps_the_findings(tmp_path: Path) -> None:
+    (tmp_path / "breaking.py").write_text(BREAKING)
+    result = subprocess.run(
+        [*PYTHON, "--confirm", "--target", "breaking:make", "--repro-dir", "scripts", "breaking.py"],
+        cwd=tmp_path,
+        env={**ENV, "EDGES_RAN": str(tmp_path / "ran"), "EDGES_BLOCK": str(tmp_path / "scripts")},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 2
+    assert "breaking.py:8:5: TCL801 [dynamic-only] Dynamo broke the graph here" in result.stdout
+    assert "compile-lint: cannot write to --repro-dir scripts: File exists" in result.stderr
+    assert "internal error" not in result.stderr

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import signal
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 
-from compile_lint import __version__, notebooks
+from compile_lint import __version__, atomic, notebooks
 from compile_lint.config import MODES, Config, ConfigError, load_config
 from compile_lint.engine import build_project, discover, lint
 from compile_lint.finding import Finding
@@ -211,15 +212,33 @@ def _merge_cli(config: Config, args: argparse.Namespace) -> Config:
 def run_check(args: argparse.Namespace, console: Console) -> int:
     if args.format == "full":
         args.format = "text"
+    errors = Console(stderr=True)
+    problem = _destination_problem(args)
+    if problem:
+        errors.print(f"compile-lint: {problem}", markup=False, highlight=False, soft_wrap=True)
+        return EXIT_ERROR
     if args.output_file is None:
         return _run_check(args, console)
+    rendered = io.StringIO()  # the file is replaced once the report is whole: a stopped run leaves the old one
+    code = _run_check(args, Console(file=rendered, width=Console().width))
     try:
-        with args.output_file.open("w", encoding="utf-8") as stream:
-            return _run_check(args, Console(file=stream, width=Console().width))
+        atomic.write_text(args.output_file, rendered.getvalue())
     except OSError as error:
-        message = f"compile-lint: cannot write {args.output_file}: {error.strerror or error}"
-        Console(stderr=True).print(message, markup=False, highlight=False, soft_wrap=True)
+        message = f"compile-lint: cannot write {args.output_file}: {error.strerror or error}; the report follows"
+        errors.print(message, markup=False, highlight=False, soft_wrap=True)
+        console.file.write(rendered.getvalue())
         return EXIT_ERROR
+    return code
+
+
+def _destination_problem(args: argparse.Namespace) -> str:
+    """Why -o, --html or --repro-dir cannot be written, found before any work."""
+    destinations = (("-o", args.output_file, False), ("--html", args.html, True), ("--repro-dir", args.repro_dir, True))
+    for option, path, folder in destinations:
+        problem = atomic.destination_problem(path, option, folder) if path is not None else ""
+        if problem:
+            return problem
+    return ""
 
 
 def _run_check(args: argparse.Namespace, console: Console) -> int:
@@ -371,9 +390,17 @@ def run_confirm(args: argparse.Namespace, config: Config, console: Console) -> i
             console.print(f"wrote {script}", markup=False, highlight=False)
     else:
         report(result.findings, result.files, args.format, console)
+    for problem in result.output_errors:
+        errors.print(f"compile-lint: {problem}", markup=False, soft_wrap=True)
     if args.html:
-        page = html.write(args.html, result.targets, result.findings, result.environment)
+        try:
+            page = html.write(args.html, result.targets, result.findings, result.environment)
+        except OSError as error:  # the findings are printed above; only the page is lost
+            errors.print(f"compile-lint: cannot write {args.html}: {error.strerror or error}", markup=False)
+            return EXIT_ERROR
         (console if args.format == "text" else errors).print(f"wrote {page}", markup=False, highlight=False)
+    if result.output_errors:
+        return EXIT_ERROR
     if unchecked:
         if args.format != "text":  # the text summary lists them already
             names = ", ".join(f"{t.label} ({t.outcome})" for t in unchecked)

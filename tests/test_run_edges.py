@@ -256,3 +256,32 @@ def test_an_output_failing_after_the_work_keeps_the_findings(tmp_path: Path) -> 
     assert "breaking.py:8:5: TCL801 [dynamic-only] Dynamo broke the graph here" in result.stdout
     assert "compile-lint: cannot write to --repro-dir scripts: File exists" in result.stderr
     assert "internal error" not in result.stderr
+
+
+# -- --fix on read-only files and hard links -----------------------------------------------------------
+PRINTING = "import torch\n\n\n@torch.compile\ndef f(x):\n    print(x)\n    return x\n"
+
+
+def test_fix_leaves_read_only_files_and_keeps_hard_links(tmp_path: Path) -> None:
+    locked, linked, other = tmp_path / "locked.py", tmp_path / "linked.py", tmp_path / "other_name.py"
+    locked.write_text(PRINTING)
+    locked.chmod(0o444)
+    linked.write_text(PRINTING)
+    os.link(linked, other)
+    result = subprocess.run(
+        [*PYTHON, "--unsafe-fixes", "locked.py", "linked.py"],
+        cwd=tmp_path,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 1  # the read-only file keeps its finding
+    assert "compile-lint: locked.py: read-only, not fixed" in result.stdout
+    assert "linked.py: rewritten in place, keeping its hard links" in result.stdout
+    assert locked.read_text() == PRINTING
+    assert locked.stat().st_mode & 0o777 == 0o444
+    assert "is_compiling()" in linked.read_text()
+    assert os.path.samefile(linked, other)  # one file, fixed under both names
+    assert linked.stat().st_nlink == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["linked.py", "locked.py", "other_name.py"]

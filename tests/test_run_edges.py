@@ -285,3 +285,54 @@ def test_fix_leaves_read_only_files_and_keeps_hard_links(tmp_path: Path) -> None
     assert os.path.samefile(linked, other)  # one file, fixed under both names
     assert linked.stat().st_nlink == 2
     assert sorted(p.name for p in tmp_path.iterdir()) == ["linked.py", "locked.py", "other_name.py"]
+
+
+# -- terminal control characters -----------------------------------------------------------------------
+ESCAPES = "\x1b]0;pwned\x07\x1b[2J\r"  # retitle the terminal, clear it, go back to the line's start
+ESCAPED = "\\u001b]0;pwned\\u0007\\u001b[2J\\u000d"
+
+
+def printed_raw(text: str) -> bool:
+    return any(char in text for char in "\x1b\x07\r\x00")
+
+
+@pytest.mark.parametrize("options", [[], ["--format", "concise"], ["--show-regions"], ["--statistics"]])
+def test_control_characters_are_escaped_in_human_readable_formats(tmp_path: Path, options: list[str]) -> None:
+    raw, escaped = ESCAPES.removesuffix("\r"), ESCAPED.removesuffix("\\u000d")  # a raw CR would end the line
+    source = f'import torch\n\n\n@torch.compile\ndef f(x):\n    print("{raw}", x)\n    return x\n'
+    (tmp_path / "escapes.py").write_text(source)
+    (tmp_path / "binary.py").write_bytes(bytes(range(256)) * 4)
+    result = subprocess.run([*PYTHON, *options, "."], cwd=tmp_path, env=ENV, capture_output=True, timeout=120)
+    out, err = result.stdout.decode(), result.stderr.decode()
+    assert not printed_raw(out) and not printed_raw(err)
+    assert "Traceback" not in err
+    if not options:
+        assert result.returncode == 1
+        call = f'print("{escaped}", x)'
+        assert f"    6 |     {call}\n{' ' * 12}{'^' * len(call)}\n" in out  # the caret spans the escaped call
+        assert "binary.py:1:1: TCL000 File could not be read, decoded or parsed" in out
+    elif options == ["--format", "concise"]:
+        assert f'escapes.py:6:5: TCL201 `print("{escaped}", x)`' in out
+    elif options == ["--show-regions"]:
+        assert "escapes.py:f  region: decorated @torch.compile" in out
+        assert "binary.py: not analysed" in out
+
+
+@pytest.mark.dynamo
+def test_control_characters_are_escaped_in_the_confirm_summary(tmp_path: Path) -> None:
+    factory = f"def make():\n    raise ValueError({ESCAPES!r})\n"
+    (tmp_path / "target.py").write_text(factory)
+    result = subprocess.run(
+        [*PYTHON, "--confirm", "--target", "target:make", "target.py"],
+        cwd=tmp_path,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 3
+    assert not printed_raw(result.stdout) and not printed_raw(result.stderr)
+    assert (
+        f"  target:make: error: factory make: ValueError at {tmp_path / 'target.py'}:2: \\u001b]0;pwned"
+        in result.stdout
+    )

@@ -21,6 +21,7 @@ from compile_lint.engine import build_project, discover, lint
 from compile_lint.finding import Finding
 from compile_lint.fixes.codemods import Safety
 from compile_lint.reporters import github, json_report, sarif, text
+from compile_lint.reporters.escape import printable
 
 if TYPE_CHECKING:
     from compile_lint.confirm.measure.measure import MeasureOptions
@@ -387,7 +388,7 @@ def run_confirm(args: argparse.Namespace, config: Config, console: Console) -> i
         if options.measure is not None:
             timing_text.render(console, result.targets)
         for script in result.repro_scripts:
-            console.print(f"wrote {script}", markup=False, highlight=False)
+            console.print(printable(f"wrote {script}"), markup=False, highlight=False)
     else:
         report(result.findings, result.files, args.format, console)
     for problem in result.output_errors:
@@ -398,13 +399,13 @@ def run_confirm(args: argparse.Namespace, config: Config, console: Console) -> i
         except OSError as error:  # the findings are printed above; only the page is lost
             errors.print(f"compile-lint: cannot write {args.html}: {error.strerror or error}", markup=False)
             return EXIT_ERROR
-        (console if args.format == "text" else errors).print(f"wrote {page}", markup=False, highlight=False)
+        (console if args.format == "text" else errors).print(printable(f"wrote {page}"), markup=False, highlight=False)
     if result.output_errors:
         return EXIT_ERROR
     if unchecked:
         if args.format != "text":  # the text summary lists them already
             names = ", ".join(f"{t.label} ({t.outcome})" for t in unchecked)
-            errors.print(f"compile-lint: not checked: {names}", markup=False, soft_wrap=True)
+            errors.print(printable(f"compile-lint: not checked: {names}"), markup=False, soft_wrap=True)
         return EXIT_UNCHECKED
     return EXIT_FINDINGS if result.findings else EXIT_CLEAN
 

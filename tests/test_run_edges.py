@@ -4,6 +4,7 @@ tensors that share a dimension, and a malformed message to the language server."
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -336,3 +337,45 @@ def test_control_characters_are_escaped_in_the_confirm_summary(tmp_path: Path) -
         f"  target:make: error: factory make: ValueError at {tmp_path / 'target.py'}:2: \\u001b]0;pwned"
         in result.stdout
     )
+
+
+# -- the language server ---------------------------------------------------------------------------------
+def frame(message: dict[str, object]) -> bytes:
+    body = json.dumps(message).encode()
+    return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+
+
+def replies(output: bytes) -> list[dict[str, object]]:
+    found = []
+    while output:
+        header, _, rest = output.partition(b"\r\n\r\n")
+        length = int(header.split(b"Content-Length:")[1].split(b"\r\n")[0])
+        found.append(json.loads(rest[:length]))
+        output = rest[length:]
+    return found
+
+
+@pytest.mark.parametrize(
+    "bad_header",
+    [b"Content-Type: application/vscode-jsonrpc\r\n\r\n", b"Content-Length: many\r\n\r\n"],
+)
+def test_the_language_server_answers_a_malformed_header_and_keeps_serving(tmp_path: Path, bad_header: bytes) -> None:
+    pytest.importorskip("pygls")
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}}}
+    lost = json.dumps({"jsonrpc": "2.0", "id": 7, "method": "shutdown"}).encode()
+    messages = [
+        frame(initialize),
+        bad_header + lost,
+        frame({"jsonrpc": "2.0", "id": 2, "method": "shutdown"}),
+        frame({"jsonrpc": "2.0", "method": "exit"}),
+    ]
+    result = subprocess.run(
+        [*PYTHON[:3], "lsp"], cwd=tmp_path, input=b"".join(messages), capture_output=True, timeout=120
+    )
+    answers = replies(result.stdout)
+    assert [answer.get("id") for answer in answers] == [1, None, 2]
+    error = answers[1]["error"]
+    assert isinstance(error, dict) and error["code"] == -32700
+    assert "malformed message header (no valid Content-Length)" in error["message"]
+    assert answers[2] == {"jsonrpc": "2.0", "id": 2, "result": None}
+    assert "malformed message header" in result.stderr.decode()

@@ -379,3 +379,72 @@ def test_the_language_server_answers_a_malformed_header_and_keeps_serving(tmp_pa
     assert "malformed message header (no valid Content-Length)" in error["message"]
     assert answers[2] == {"jsonrpc": "2.0", "id": 2, "result": None}
     assert "malformed message header" in result.stderr.decode()
+
+
+# -- --deep: tensors that share a dimension ------------------------------------------------------------
+MASKED = """
+import torch
+
+
+class Masked(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Embedding(10, 4)
+
+    def forward(self, input_ids, attention_mask):
+        return self.embed(input_ids) * attention_mask.unsqueeze(-1)
+
+
+def make():
+    return Masked(), (torch.zeros(2, 8, dtype=torch.long), torch.ones(2, 8))
+
+
+def viewed(x):
+    return x.view(2, 4)
+
+
+def make_viewed():
+    return viewed, (torch.ones(8),)
+"""
+
+
+@pytest.mark.dynamo
+def test_deep_grows_tensors_that_share_a_dimension_together(tmp_path: Path) -> None:
+    (tmp_path / "masked.py").write_text(MASKED)
+    result = subprocess.run(
+        [
+            *PYTHON,
+            "--confirm",
+            "--deep",
+            "--format",
+            "json",
+            "--target",
+            "masked:make",
+            "--target",
+            "masked:make_viewed",
+        ],
+        cwd=tmp_path,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    target, viewed = json.loads(result.stdout)["environment"]["targets"]
+    triggers = {v["trigger"].split(" (")[0]: v for v in target["recompiles"]}
+    both = triggers["input_ids, attention_mask dims 0, 1"]  # batch and sequence grown in both inputs at once
+    assert both["free_dims"] == [0, 1] and both["recompiled_calls"] == 0
+    assert not any(v["not_probed"] for v in target["recompiles"])
+    (unprobed,) = [v for v in viewed["recompiles"] if v["not_probed"]]  # a size the code cannot take, with why
+    assert unprobed["trigger"] == "x dim 0 (8 -> 9 -> 10)"
+    assert unprobed["not_probed"].startswith("the call raises with x grown alone: ")
+    text = subprocess.run(
+        [*PYTHON, "--confirm", "--deep", "--target", "masked:make_viewed"],
+        cwd=tmp_path,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert (
+        "masked:make_viewed [viewed]: varying x dim 0 (8 -> 9 -> 10): not probed: the call raises with x" in text.stdout
+    )

@@ -262,6 +262,12 @@ def render_confirm_summary(console: Console, targets: list[TargetReport], findin
             note = printable(f"  {target.label}: {count} harmless breaks inside `logging` not counted: {REPLAYED}")
             console.print(Text(note, style="dim"), soft_wrap=True)
         for variation in target.recompiles:
+            if variation.get("not_probed"):
+                line = printable(
+                    f"  {target.label}: varying {variation['trigger']}: not probed: {variation['not_probed']}"
+                )
+                console.print(Text(line, style="yellow"), soft_wrap=True)
+                continue
             reason = f" ({variation['reasons'][0]})" if variation["reasons"] else ""
             counts = f"{variation['recompiled_calls']}/{variation['calls']} calls recompiled{reason}"
             seen = "no recompile" if variation["free_dims"] else counts

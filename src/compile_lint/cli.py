@@ -19,13 +19,12 @@ from compile_lint import __version__, atomic, notebooks
 from compile_lint.config import MODES, Config, ConfigError, load_config
 from compile_lint.engine import build_project, discover, lint
 from compile_lint.finding import Finding
-from compile_lint.fixes.codemods import Safety
-from compile_lint.reporters import github, json_report, sarif, text
 from compile_lint.reporters.escape import printable
 
 if TYPE_CHECKING:
     from compile_lint.confirm.measure.measure import MeasureOptions
     from compile_lint.confirm.session import ConfirmOptions, ConfirmResult, Progress
+    from compile_lint.fixes.codemods import Safety
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 EXIT_UNCHECKED = 3  # --confirm: some target could not be checked (or nothing ran); --exit-zero does not cover it
@@ -252,6 +251,8 @@ def _run_check(args: argparse.Namespace, console: Console) -> int:
     if args.fix or args.unsafe_fixes or args.diff:
         return run_fixes(args, config, console)
     if args.show_regions:
+        from compile_lint.reporters import text
+
         text.render_regions(console, build_project(args.paths, config))
         return EXIT_CLEAN
     jobs = args.jobs or os.cpu_count() or 1
@@ -348,7 +349,7 @@ def run_confirm(args: argparse.Namespace, config: Config, console: Console) -> i
     from compile_lint.confirm.plan import UsageError
     from compile_lint.confirm.run.runner import default_memory_limit
     from compile_lint.confirm.session import ConfirmOptions, confirm
-    from compile_lint.reporters import html, timing_text
+    from compile_lint.reporters import html, json_report, text, timing_text
 
     errors = Console(stderr=True)
     problem = _confirm_usage_problem(args)
@@ -448,20 +449,29 @@ def confirm_with_notebooks(
 def report(findings: list[Finding], files: int, fmt: str, console: Console, statistics: bool = False) -> None:
     """Print the findings (or, with `statistics`, their count per code) on `console`, as `fmt`."""
     out = console.file
-    if statistics and fmt == "json":
-        out.write(json.dumps(text.statistics(findings), indent=2) + "\n")
-    elif statistics:
-        text.render_statistics(console, findings)
-    elif fmt == "json":
+    if fmt == "json" and not statistics:
+        from compile_lint.reporters import json_report
+
         out.write(json_report.render(findings) + "\n")
-    elif fmt == "sarif":
+    elif fmt == "sarif" and not statistics:
+        from compile_lint.reporters import sarif
+
         out.write(sarif.render(findings) + "\n")
-    elif fmt == "github":
+    elif fmt == "github" and not statistics:
+        from compile_lint.reporters import github
+
         out.write(github.render(findings) + "\n")
-    elif fmt == "concise":
-        text.render_concise(console, findings, files)
     else:
-        text.render(console, findings, files)
+        from compile_lint.reporters import text  # rich tables, loaded only when printed
+
+        if statistics and fmt == "json":
+            out.write(json.dumps(text.statistics(findings), indent=2) + "\n")
+        elif statistics:
+            text.render_statistics(console, findings)
+        elif fmt == "concise":
+            text.render_concise(console, findings, files)
+        else:
+            text.render(console, findings, files)
 
 
 class Terminated(KeyboardInterrupt):

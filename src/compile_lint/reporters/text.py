@@ -19,7 +19,6 @@ from compile_lint.analysis.values import Cond, cond_label
 from compile_lint.finding import Finding, gb_reference
 from compile_lint.fixes import fixability
 from compile_lint.reporters.escape import printable
-from compile_lint.rules import rule_by_code
 
 if TYPE_CHECKING:
     from compile_lint.confirm.session import TargetReport
@@ -142,6 +141,8 @@ def confirm_notes(finding: Finding) -> list[tuple[str, str]]:
 
 def statistics(findings: list[Finding]) -> list[dict[str, Any]]:
     """`--statistics`: per code, how many findings, the rule's name and whether it has an automatic fix."""
+    from compile_lint.rules import rule_by_code  # the rules load libcst: only for this table
+
     counts = Counter(f.code for f in findings)
     rows = []
     for code, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):

@@ -11,11 +11,11 @@ import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 from rich.console import Console
 
-from compile_lint import __version__, atomic, notebooks
+from compile_lint import __version__, atomic, notebooks, versions
 from compile_lint.config import MODES, Config, ConfigError, load_config
 from compile_lint.engine import build_project, discover, lint
 from compile_lint.finding import Finding
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from compile_lint.fixes.codemods import Safety
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+UNWRAPPED = 100_000  # the width of a console that is not a terminal: tables at their natural width, nothing wraps
 EXIT_UNCHECKED = 3  # --confirm: some target could not be checked (or nothing ran); --exit-zero does not cover it
 EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143  # the shell's codes for SIGINT and SIGTERM
 CONFIRM_ONLY = ("target", "backend", "timeout", "repro_dir", "memory_limit", "max_auto_targets", "auto_targets", "deep")
@@ -212,7 +213,7 @@ def _merge_cli(config: Config, args: argparse.Namespace) -> Config:
 def run_check(args: argparse.Namespace, console: Console) -> int:
     if args.format == "full":
         args.format = "text"
-    errors = Console(stderr=True)
+    errors = output_console(stderr=True)
     problem = _destination_problem(args)
     if problem:
         errors.print(f"compile-lint: {problem}", markup=False, highlight=False, soft_wrap=True)
@@ -220,7 +221,7 @@ def run_check(args: argparse.Namespace, console: Console) -> int:
     if args.output_file is None:
         return _run_check(args, console)
     rendered = io.StringIO()  # the file is replaced once the report is whole: a stopped run leaves the old one
-    code = _run_check(args, Console(file=rendered, width=Console().width))
+    code = _run_check(args, output_console(rendered))
     try:
         atomic.write_text(args.output_file, rendered.getvalue())
     except OSError as error:
@@ -259,12 +260,21 @@ def _run_check(args: argparse.Namespace, console: Console) -> int:
     result = lint(args.paths, config, jobs=jobs, use_cache=not args.no_cache)
     findings = _with_fixes(result.findings, args, config)
     report(findings, result.files, args.format, console, args.statistics)
+    _version_note(config)
     return EXIT_FINDINGS if result.findings else EXIT_CLEAN
 
 
+def _version_note(config: Config) -> None:
+    """Name the torch version the findings are worded for when it is neither configured nor installed."""
+    note = versions.assumed_note(config.torch_version)
+    if note:
+        output_console(stderr=True).print(f"compile-lint: {note}", style="yellow", markup=False, highlight=False)
+
+
 def _with_fixes(findings: list[Finding], args: argparse.Namespace, config: Config) -> list[Finding]:
-    """--show-fixes: each finding an automatic fix removes gets `details["autofix"]` (safety and title)."""
-    if not args.show_fixes:
+    """--show-fixes, --statistics: each finding an automatic fix removes gets `details["autofix"]` (safety and
+    title), from the same plan --fix and --diff apply."""
+    if not (args.show_fixes or args.statistics):
         return findings
     from compile_lint.fixes import runner
 
@@ -276,7 +286,7 @@ def run_add_noqa(args: argparse.Namespace, config: Config, console: Console) -> 
 
     if args.fix or args.unsafe_fixes or args.diff or args.confirm:
         message = "compile-lint: --add-noqa does not combine with --fix, --unsafe-fixes, --diff or --confirm"
-        Console(stderr=True).print(message, markup=False, highlight=False, soft_wrap=True)
+        output_console(stderr=True).print(message, markup=False, highlight=False, soft_wrap=True)
         return EXIT_ERROR
     result = lint(args.paths, config, jobs=args.jobs or os.cpu_count() or 1, use_cache=not args.no_cache)
     added = noqa.add_noqa(result.findings)
@@ -310,7 +320,7 @@ def run_fixes(args: argparse.Namespace, config: Config, console: Console) -> int
     from compile_lint.fixes import runner
 
     allowed: set[Safety] = {"safe", "unsafe"} if args.unsafe_fixes else {"safe"}
-    log = console if args.format == "text" and not args.diff else Console(stderr=True)
+    log = console if args.format == "text" and not args.diff else output_console(stderr=True)
     plan = runner.plan_fixes(args.paths, config, allowed)
     hint = f" ({runner.count(plan.withheld, 'more fix', 'es')} with --unsafe-fixes)" if plan.withheld else ""
     if args.diff:
@@ -329,6 +339,7 @@ def run_fixes(args: argparse.Namespace, config: Config, console: Console) -> int
     if _removed_unused_noqa(result.findings, log):
         result = lint(args.paths, config, jobs=args.jobs or os.cpu_count() or 1, use_cache=not args.no_cache)
     report(_with_fixes(result.findings, args, config), result.files, args.format, console, args.statistics)
+    _version_note(config)
     return EXIT_FINDINGS if result.findings or plan.errors else EXIT_CLEAN
 
 
@@ -351,7 +362,7 @@ def run_confirm(args: argparse.Namespace, config: Config, console: Console) -> i
     from compile_lint.confirm.session import ConfirmOptions, confirm
     from compile_lint.reporters import html, json_report, text, timing_text
 
-    errors = Console(stderr=True)
+    errors = output_console(stderr=True)
     problem = _confirm_usage_problem(args)
     if problem:
         errors.print(f"compile-lint: {problem}", markup=False, soft_wrap=True)
@@ -483,6 +494,17 @@ def _raise_terminated(signum: int, frame: object) -> None:
     raise Terminated
 
 
+def output_console(file: IO[str] | None = None, stderr: bool = False) -> Console:
+    """A console on `file` (default stdout). On a terminal it wraps at the terminal's width; anywhere else (a pipe,
+    a file, a CI log) nothing wraps, whatever COLUMNS says: one finding header per line, carets under their line,
+    tables at their natural width (ruff prints plain lines there too)."""
+    console = Console(file=file, stderr=stderr)
+    if not console.is_terminal:
+        console.width = UNWRAPPED
+        console.soft_wrap = True
+    return console
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     if threading.current_thread() is not threading.main_thread():  # signal handlers live in the main thread
         return _main(argv)
@@ -495,8 +517,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(argv: Sequence[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    console = Console()
-    errors = Console(stderr=True)
+    console = output_console()
+    errors = output_console(stderr=True)
     try:
         if argv and argv[0] in ("rules", "rule"):
             from compile_lint import docs

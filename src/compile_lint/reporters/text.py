@@ -17,13 +17,14 @@ from compile_lint import notebooks
 from compile_lint.analysis.source import source_lines
 from compile_lint.analysis.values import Cond, cond_label
 from compile_lint.finding import Finding, gb_reference
-from compile_lint.fixes import fixability
 from compile_lint.reporters.escape import printable
 
 if TYPE_CHECKING:
     from compile_lint.confirm.session import TargetReport
     from compile_lint.project import Project
 
+MARKS = {"safe": "[*]", "unsafe": "[*unsafe]"}  # the same in --statistics, --show-fixes and their legend
+FIX_LEGEND = "[*] fixable with --fix, [*unsafe] with --unsafe-fixes"
 STYLE = {"error": "bold red", "warning": "bold yellow", "info": "bold blue"}
 TARGET_LEGEND = (
     "graphs: graphs compiled on the target's call; breaks: graph breaks Dynamo logged; one graph: whether "
@@ -67,7 +68,7 @@ def _head(finding: Finding) -> Text:
         head.append(f" [{finding.status}]", style="magenta")
     autofix = finding.details.get("autofix")
     if autofix:
-        head.append(" [*]" if autofix["safety"] == "safe" else " [*unsafe]", style="green")
+        head.append(f" {MARKS[autofix['safety']]}", style="green")
     head.append(f" {printable(finding.message)}")
     return head
 
@@ -140,26 +141,37 @@ def confirm_notes(finding: Finding) -> list[tuple[str, str]]:
 
 
 def statistics(findings: list[Finding]) -> list[dict[str, Any]]:
-    """`--statistics`: per code, how many findings, the rule's name and whether it has an automatic fix."""
+    """`--statistics`: per code, how many findings, the rule's name, and how many of them an automatic fix
+    removes (`details["autofix"]`, from the plan that --fix, --unsafe-fixes and --diff apply)."""
     from compile_lint.rules import rule_by_code  # the rules load libcst: only for this table
 
     counts = Counter(f.code for f in findings)
+    fixes = Counter((f.code, f.details["autofix"]["safety"]) for f in findings if "autofix" in f.details)
     rows = []
     for code, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
         rule = rule_by_code(code)
-        rows.append({"code": code, "name": rule.name if rule else "", "count": count, "fixable": fixability(code)})
+        rows.append(
+            {"code": code, "name": rule.name if rule else "", "count": count,
+             "fix": fixes[code, "safe"], "unsafe_fix": fixes[code, "unsafe"]}
+        )  # fmt: skip
     return rows
 
 
 def render_statistics(console: Console, findings: list[Finding]) -> None:
     rows = statistics(findings)
     width = max((len(str(row["count"])) for row in rows), default=1)
+    fixable = any(row["fix"] or row["unsafe_fix"] for row in rows)
+    mark_width = max(len(mark) for mark in MARKS.values()) + 1 if fixable else 0  # no blank column without fixes
     for row in rows:
-        marker = {"safe": "[*]", "unsafe": "[-]", "no": "   "}[row["fixable"]]
-        line = f"{row['count']:>{width}}  {row['code']}  {marker} {row['name']}"
+        safe, unsafe, count = row["fix"], row["unsafe_fix"], row["count"]
+        mark = MARKS["safe"] if safe else MARKS["unsafe"] if unsafe else ""
+        parts = [(safe, "--fix")] * bool(safe) + [(unsafe, "--unsafe-fixes")] * bool(unsafe)
+        detail = ", ".join(f"{n} of {count} with {flag}" for n, flag in parts)
+        detail = f" ({detail})" if mark and count not in (safe, unsafe) else ""
+        line = f"{row['count']:>{width}}  {row['code']}  {mark:<{mark_width}}{row['name']}{detail}"
         console.print(line, highlight=False, markup=False, soft_wrap=True)
-    if any(row["fixable"] != "no" for row in rows):
-        console.print("[*] fixable with --fix, [-] with --unsafe-fixes", style="dim", highlight=False, markup=False)
+    if fixable:
+        console.print(FIX_LEGEND, style="dim", highlight=False, markup=False)
 
 
 def fix_check_line(check: dict[str, Any]) -> Text:
@@ -183,9 +195,10 @@ def summary_line(findings: list[Finding], files: int, unchecked: int = 0) -> Tex
     detail = ", ".join(f"{code} x{count}" for code, count in sorted(counts.items()))
     plural = "s" * (len(findings) != 1)
     default = sum(f.path_condition == "default" for f in findings)
+    with_findings = len({f.path for f in findings})
     return Text(
-        f"Found {len(findings)} finding{plural} in {files} file{'s' * (files != 1)}, {default} on the default "
-        f"path ({detail}){not_checked}.",
+        f"Found {len(findings)} finding{plural} in {with_findings} file{'s' * (with_findings != 1)} ({files} "
+        f"linted), {default} on the default path ({detail}){not_checked}.",
         style="bold",
     )
 
@@ -240,8 +253,7 @@ class ConfirmProgress:
 
 def render_confirm_summary(console: Console, targets: list[TargetReport], findings: list[Finding]) -> None:
     """Per-target table and notes, what the recompile probe saw, and the totals `--confirm` is about."""
-    per_target = Table(title="Targets run under torch.compile", title_justify="left", caption_justify="left")
-    per_target.caption = TARGET_LEGEND
+    per_target = Table(title="Targets run under torch.compile", title_justify="left")
     for column in ("target", "outcome", "graphs", "breaks", "one graph", "recompiles"):
         per_target.add_column(column, overflow="fold")
     for target in targets:
@@ -252,6 +264,7 @@ def render_confirm_summary(console: Console, targets: list[TargetReport], findin
             cells = [str(target.graphs), str(target.breaks), one_graph, str(target.own_recompiles)]
         per_target.add_row(Text(printable(target.label)), outcome, *cells)
     console.print(per_target)
+    console.print(Text(TARGET_LEGEND, style="dim"))  # not a caption: that would wrap to the table's width
     for target in targets:
         if target.error:
             console.print(Text(printable(f"  {target.label}: {target.outcome}: {target.error}")), soft_wrap=True)

@@ -273,3 +273,14 @@ def _parse_bounds(table: dict[str, Any], config: Config, source: Path) -> None:
     if seconds <= 0 or megabytes <= 0:
         raise ConfigError(f"{source}: `max-file-seconds` and `max-file-mb` must be > 0")
     config.max_file_seconds, config.max_file_mb = seconds, megabytes
+
+
+@dataclass
+class Options:
+    """What changes the analysis (the engine's cache keys on it)."""
+
+    flags: set[str] = field(default_factory=set)  # capture flags from the config: they hold for every file
+    extra_regions: list[str] = field(default_factory=list)
+    exclude_regions: list[str] = field(default_factory=list)
+    mode: Mode = "all"
+    torch_version: versions.TorchVersion = versions.NEWEST

@@ -14,10 +14,11 @@ from libcst.metadata import CodeRange, MetadataWrapper, ParentNodeProvider, Posi
 from compile_lint.analysis.index import FileIndex
 from compile_lint.analysis.names import ImportMap, dotted
 from compile_lint.analysis.tensors import TensorFacts
+from compile_lint.config import Options
 from compile_lint.engine import load_source, parse_source
 from compile_lint.finding import Finding
 from compile_lint.fixes.codemods import CODEMODS, Edit, Replacement, Safety, Site
-from compile_lint.project import Options, Project
+from compile_lint.project import Project
 
 Span = tuple[int, int, int, int]  # line, col (0-based), end_line, end_col, as libcst positions
 Positions = Mapping[cst.CSTNode, CodeRange]

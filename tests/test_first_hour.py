@@ -123,7 +123,8 @@ def test_piped_confirm_tables_keep_a_target_per_line(repo: Path) -> None:
     lines = result.stdout.splitlines()
     row = next(line for line in lines if "target.py:make_a_step_with_a_long_name" in line and "ok" in line)
     cells = [cell.strip() for cell in row.strip("│ ").split("│")]
-    assert cells[:2] == ["target.py:make_a_step_with_a_long_name", "ok"] and cells[2].isdigit(), row
+    assert cells[0].startswith("target.py:make_a_step_with_a_long_name") and cells[1] == "ok", row
+    assert cells[2].isdigit(), row
     assert any(
         line.startswith("graphs: graphs compiled on the target's call;") and line.endswith("not counted)")
         for line in lines

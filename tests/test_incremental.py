@@ -120,3 +120,43 @@ def test_a_forged_cache_entry_is_not_loaded(package: Path, parsed: list[str]) ->
     parsed.clear()
     assert cached([package / "model.py"], config) == expected
     assert "base.py" in parsed
+
+
+HELPER = """def route(h):
+    if h.sum() > 0:
+        return h
+    return -h
+"""
+CALLER = """import torch
+
+from .helpers import route
+
+
+@torch.compile
+def step{n}(x):
+    return route(x) * {n}
+"""
+
+
+def test_the_language_server_answers_for_the_open_file_first_and_its_importers_after(tmp_path: Path) -> None:
+    from compile_lint.lsp.workspace import QUICK_IMPORTERS, Workspace
+
+    folder = tmp_path / "pkg"
+    folder.mkdir()
+    (folder / "__init__.py").write_text("")
+    helpers = folder / "helpers.py"
+    helpers.write_text(HELPER)
+    callers = QUICK_IMPORTERS + 2
+    for n in range(callers):
+        (folder / f"caller{n}.py").write_text(CALLER.format(n=n))
+    workspace = Workspace(tmp_path, Config(root=tmp_path))
+    documents = {str(helpers): HELPER}
+    assert len(workspace.importers(documents)) == callers
+    assert workspace.lint(documents) == {str(helpers): []}  # alone, nothing calls route
+    assert workspace.lint_dependents(documents, lambda: False) is None  # the text changed meanwhile
+    with_callers = workspace.lint_dependents(documents, lambda: True)
+    assert with_callers is not None
+    [finding] = with_callers[str(helpers)]
+    assert (finding.line, finding.col, finding.code) == (2, 8, "TCL103") and "reached from" in finding.message
+    together = lint([str(folder)], Config(root=tmp_path), use_cache=False).findings
+    assert [(f.line, f.col, f.code) for f in together if f.path == str(helpers)] == [(2, 8, "TCL103")]

@@ -15,7 +15,7 @@ import os
 import pickle
 import re
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -542,13 +542,13 @@ def import_edges(items: list[tuple[str, bytes]]) -> Iterator[tuple[str, str]]:
             written = match.group(1) or match.group(2)
             if written.startswith("."):
                 written = relative_module(own, path.endswith("__init__.py"), written)
-            for candidate in _prefixes(written):
+            for candidate in prefixes(written):
                 other = modules.get(candidate)
                 if other is not None:
                     yield path, other
 
 
-def _prefixes(module: str) -> list[str]:
+def prefixes(module: str) -> list[str]:
     parts = module.split(".")
     return [".".join(parts[:i]) for i in range(len(parts), 0, -1)]
 
@@ -585,7 +585,7 @@ class RunCache:
             sources = json.loads((self.folder / f"{key}.sources").read_text())
         except (OSError, ValueError):
             return None
-        if not isinstance(entry, list) or not isinstance(sources, dict) or not _unchanged(sources):
+        if not isinstance(entry, list) or not isinstance(sources, dict) or not unchanged(sources):
             return None
         findings = [_finding_from_json(item) for item in entry]
         return None if None in findings else findings  # type: ignore[return-value]
@@ -605,7 +605,7 @@ class RunCache:
             pass  # a read-only tree lints fine, just without a cache
 
 
-def _unchanged(sources: dict[str, object]) -> bool:
+def unchanged(sources: Mapping[str, object]) -> bool:
     """Each file has the digest it had ("": it still cannot be read)."""
     for path, digest in sources.items():
         try:

@@ -28,6 +28,7 @@ from compile_lint.lsp.workspace import Fix, Workspace
 from compile_lint.rules import rule_by_code
 
 DEBOUNCE_SECONDS = 0.3
+DEPENDENTS_AFTER_SECONDS = 1.0  # of no change after an answer, before the files importing it are linted
 SOURCE = "compile-lint"
 SEVERITY = {
     "error": types.DiagnosticSeverity.Error,
@@ -153,7 +154,9 @@ class CompileLintServer(LanguageServer):
         def current() -> bool:
             return generation == self._generation
 
-        # Files importing the open documents, when too many to wait for: batch by batch, given up on a change.
+        # Files importing the open documents, when too many to wait for: once the typing pauses, batch by
+        # batch, given up on a change (which then waits for one batch at most).
+        await asyncio.sleep(DEPENDENTS_AFTER_SECONDS)
         try:
             more = await asyncio.get_running_loop().run_in_executor(
                 self.worker, lambda: lints.lint_dependents(texts, current) if current() else None

@@ -42,7 +42,7 @@ Items = list[tuple[str, bytes]]
 PYTHON_SUFFIXES = (".py", ".pyi")
 KEPT_RESULTS = 16  # undo, redo and re-opening a file find their findings here
 QUICK_IMPORTERS = 8  # up to this many files importing the open documents are linted with them at once
-DEPENDENT_BATCH = 4  # files importing them linted together after the first answer, when there are more
+DEPENDENT_BATCH = 1  # files importing them linted together after the first answer (a change waits for one batch)
 
 
 @dataclass(frozen=True)

@@ -91,6 +91,7 @@ def test_cold_warm_and_edited_runs_find_the_same(package: Path, parsed: list[str
     model, other, base = package / "model.py", package / "other.py", package / "base.py"
     whole = cold([package], config)
     assert [(Path(f.path).name, f.code) for f in whole] == [("other.py", "TCL101")]
+    assert lint([str(package)], config, jobs=2, use_cache=False).findings == whole  # parsed in two processes
 
     assert cached([package], config) == whole  # writes the index of base.py (the others import it)
     assert list((package.parent / CACHE_DIR).rglob("*.pickle"))

@@ -7,6 +7,7 @@ findings of a whole run, keyed by every file's content and the options.
 
 from __future__ import annotations
 
+import fcntl
 import gc
 import hashlib
 import hmac
@@ -254,6 +255,7 @@ class IndexStore:
         self._loaded: dict[tuple[str, str], tuple[str, FileIndex | None]] = {}  # by path and module: digest, index
         self.sources: dict[str, str] = {}  # SHA-256 of each file `load` read since the last clear()
         self._secret = secret_key() if folder is not None else None
+        self._pid = os.getpid()
 
     def parse(self, path: str, data: bytes, limits: Limits = DEFAULT_LIMITS, keep: bool = True) -> FileIndex | Finding:
         """`parse_bytes`, from the cache when these bytes were parsed before; written to it if `keep`."""
@@ -295,14 +297,32 @@ class IndexStore:
         except (UnicodeDecodeError, SyntaxError, LookupError):
             return None
         key = self._key(path, module, data, DEFAULT_LIMITS)
-        found = self._read(key)
-        if found is not None:
-            return found
-        parsed = _guarded_index(path, module, text, DEFAULT_LIMITS)
-        if isinstance(parsed, Finding):
-            return None
-        self._write(key, self._dump(parsed))
-        return parsed
+        with self._parsing(key):  # another process parsing the same file (flake8's workers) writes it first
+            found = self._read(key)
+            if found is not None:
+                return found
+            parsed = _guarded_index(path, module, text, DEFAULT_LIMITS)
+            if isinstance(parsed, Finding):
+                return None
+            self._write(key, self._dump(parsed))
+            return parsed
+
+    @contextmanager
+    def _parsing(self, key: str) -> Iterator[None]:
+        """Held while this process parses the file of `key` for the cache: one of 64 lock files. Not in a
+        child forked while the parent holds one (`guard.run_bounded`), which could wait for it forever."""
+        if self.folder is None or self._secret is None or os.getpid() != self._pid:
+            yield
+            return
+        try:
+            make_cache_folder(self.folder)
+            stream = (self.folder / f"lock-{int(key[:4], 16) % 64}").open("a")
+        except OSError:
+            yield
+            return
+        with stream:
+            fcntl.flock(stream, fcntl.LOCK_EX)
+            yield
 
     @staticmethod
     def _key(path: str, module: str, data: bytes, limits: Limits) -> str:

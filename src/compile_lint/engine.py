@@ -448,8 +448,8 @@ def analyze(
 ) -> list[Finding]:
     """Findings of the files as one project (no noqa or select filtering): each file parsed (in `jobs`
     processes, or read from the index cache), then the cross-file phase over all of them."""
-    indexes, errors = parse_all(items, limits, jobs)
-    with _without_cycle_collection():
+    with _without_cycle_collection():  # also while parsing: the trees parsed so far would be rescanned
+        indexes, errors = parse_all(items, limits, jobs)
         return project_findings(indexes, errors, options)
 
 

@@ -7,15 +7,19 @@ findings of a whole run, keyed by every file's content and the options.
 
 from __future__ import annotations
 
+import fcntl
 import gc
 import hashlib
+import hmac
 import json
 import os
+import pickle
 import re
 import signal
+import sys
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -237,15 +241,196 @@ def _parse(text: str) -> tuple[cst.Module, Normalised | None]:
             raise error from None
 
 
-@cache
 def load_source(path: str, module: str) -> FileIndex | None:
-    """A file the linted code imports from (never reported on); None if it cannot be parsed."""
+    """A file the linted code imports from (never reported on); None if it cannot be parsed. Each is
+    parsed once per process and content, or read from the disk cache of the last `use_index_cache`."""
+    return _STORE.load(path, module)
+
+
+class IndexStore:
+    """Parsed files (their `FileIndex`), by path, module name, limits and content: kept in memory for
+    the files linted code imports from, and pickled under the cache folder for every file, so a run
+    parses only what changed since the last one. A pickle is read only if it carries the HMAC of this
+    user's secret (`secret_key`): a cache folder committed to a repository cannot run code."""
+
+    def __init__(self, folder: Path | None = None) -> None:
+        self.folder = folder
+        self._loaded: dict[tuple[str, str], tuple[str, FileIndex | None]] = {}  # by path and module: digest, index
+        self.sources: dict[str, str] = {}  # SHA-256 of each file `load` read since the last clear()
+        self._secret = secret_key() if folder is not None else None
+        self._pid = os.getpid()
+
+    def parse(self, path: str, data: bytes, limits: Limits = DEFAULT_LIMITS, keep: bool = True) -> FileIndex | Finding:
+        """`parse_bytes`, from the cache when these bytes were parsed before; written to it if `keep`."""
+        found = self.cached(path, data, limits)
+        if found is not None:
+            return found
+        parsed = parse_bytes(path, data, limits)
+        if keep and not isinstance(parsed, Finding):
+            self._write(self._key(path, module_name(path), data, limits), self._dump(parsed))
+        return parsed
+
+    def cached(self, path: str, data: bytes, limits: Limits) -> FileIndex | None:
+        return self._read(self._key(path, module_name(path), data, limits))
+
+    def add(self, path: str, data: bytes, limits: Limits, result: Finding | bytes, keep: bool) -> FileIndex | Finding:
+        """What `_parse_job` returned for the file, loaded (and written to the cache if `keep`)."""
+        if isinstance(result, Finding):
+            return result
+        if keep:
+            self._write(self._key(path, module_name(path), data, limits), result)
+        return self._unpickle(result) or parse_bytes(path, data, limits)
+
+    def load(self, path: str, module: str) -> FileIndex | None:
+        """The index of a file linted code imports from, parsed again only when its bytes changed."""
+        try:
+            data = Path(path).read_bytes()
+        except OSError:
+            self.sources[path] = ""
+            return None
+        digest = self.sources[path] = hashlib.sha256(data).hexdigest()
+        known = self._loaded.get((path, module))
+        if known is None or known[0] != digest:
+            known = self._loaded[path, module] = (digest, self._load(path, module, data))
+        return known[1]
+
+    def _load(self, path: str, module: str, data: bytes) -> FileIndex | None:
+        try:
+            text = decode(data)
+        except (UnicodeDecodeError, SyntaxError, LookupError):
+            return None
+        key = self._key(path, module, data, DEFAULT_LIMITS)
+        with self._parsing(key):  # another process parsing the same file (flake8's workers) writes it first
+            found = self._read(key)
+            if found is not None:
+                return found
+            parsed = _guarded_index(path, module, text, DEFAULT_LIMITS)
+            if isinstance(parsed, Finding):
+                return None
+            self._write(key, self._dump(parsed))
+            return parsed
+
+    @contextmanager
+    def _parsing(self, key: str) -> Iterator[None]:
+        """Held while this process parses the file of `key` for the cache: one of 64 lock files. Not in a
+        child forked while the parent holds one (`guard.run_bounded`), which could wait for it forever."""
+        if self.folder is None or self._secret is None or os.getpid() != self._pid:
+            yield
+            return
+        try:
+            make_cache_folder(self.folder)
+            stream = (self.folder / f"lock-{int(key[:4], 16) % 64}").open("a")
+        except OSError:
+            yield
+            return
+        with stream:
+            fcntl.flock(stream, fcntl.LOCK_EX)
+            yield
+
+    @staticmethod
+    def _key(path: str, module: str, data: bytes, limits: Limits) -> str:
+        digest = hashlib.sha256(repr((path, module, limits)).encode() + b"\0" + data)
+        return digest.hexdigest()
+
+    def _read(self, key: str) -> FileIndex | None:
+        if self.folder is None or self._secret is None:
+            return None
+        try:
+            blob = (self.folder / f"{key}.pickle").read_bytes()
+        except OSError:
+            return None
+        signature, payload = blob[:32], blob[32:]
+        if not hmac.compare_digest(signature, hmac.digest(self._secret, payload, "sha256")):
+            return None
+        return self._unpickle(payload)
+
+    @staticmethod
+    def _unpickle(payload: bytes) -> FileIndex | None:
+        with _deep_recursion():
+            try:
+                index = pickle.loads(payload)
+            except (RecursionError, pickle.UnpicklingError, EOFError, AttributeError, TypeError, ValueError):
+                return None
+        return index if type(index).__name__ == "FileIndex" else None
+
+    def _dump(self, index: FileIndex) -> bytes | None:
+        if self.folder is None or self._secret is None:
+            return None
+        with _deep_recursion():
+            try:
+                return pickle.dumps(index, protocol=pickle.HIGHEST_PROTOCOL)
+            except (RecursionError, pickle.PicklingError, TypeError):
+                return None
+
+    def _write(self, key: str, payload: bytes | None) -> None:
+        if self.folder is None or self._secret is None or payload is None:
+            return
+        try:
+            make_cache_folder(self.folder)
+            temporary = self.folder / f"{key}.{os.getpid()}.tmp"
+            temporary.write_bytes(hmac.digest(self._secret, payload, "sha256") + payload)
+            temporary.replace(self.folder / f"{key}.pickle")
+        except OSError:
+            pass  # a read-only tree lints fine, just without a cache
+
+
+_STORE = IndexStore()
+
+
+def use_index_cache(root: Path | None, torch_version: TorchVersion = NEWEST) -> IndexStore:
+    """The store `load_source` reads from: with the disk cache of `root`'s `.compile_lint_cache`, or
+    in memory only (None). Parsed files already in memory are kept when the folder stays the same."""
+    global _STORE
+    folder = None if root is None else cache_folder(root, torch_version) / "index"
+    if _STORE.folder != folder:
+        _STORE = IndexStore(folder)
+    return _STORE
+
+
+def cache_folder(root: Path, torch_version: TorchVersion) -> Path:
+    """Where this version of compile-lint keeps what it cached for `root` (findings and parsed files)."""
+    return root / CACHE_DIR / f"{engine_fingerprint()}-torch{label(torch_version)}"
+
+
+@cache
+def secret_key() -> bytes | None:
+    """This user's key for the cache's signatures (created once, readable by the user only), or None
+    (then parsed files are not cached on disk) if there is no writable place for it."""
+    home = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    path = Path(home) / "compile-lint" / "secret"
     try:
-        text = read_source(path)
-    except (OSError, UnicodeDecodeError, SyntaxError, LookupError):
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            _create_secret(path)
+        key = path.read_bytes()
+    except OSError:
         return None
-    parsed = _guarded_index(path, module, text, DEFAULT_LIMITS)
-    return None if isinstance(parsed, Finding) else parsed
+    return key if len(key) == 32 else None
+
+
+def _create_secret(path: Path) -> None:
+    """32 random bytes at `path`, readable by the user only; a key another process made first is kept."""
+    temporary = path.with_name(f"secret.{os.getpid()}.tmp")
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(descriptor, "wb") as stream:
+            stream.write(os.urandom(32))
+        os.link(temporary, path)
+    except FileExistsError:
+        pass
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+@contextmanager
+def _deep_recursion() -> Iterator[None]:
+    """A libcst tree is as deep as the expressions it holds; pickle recurses through it."""
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 5_000))
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(limit)
 
 
 @contextmanager
@@ -261,20 +446,23 @@ def _without_cycle_collection() -> Iterator[None]:
             gc.enable()
 
 
-def analyze(items: list[tuple[str, bytes]], options: Options, limits: Limits = DEFAULT_LIMITS) -> list[Finding]:
-    """Findings of the files as one project (no noqa or select filtering)."""
-    with _without_cycle_collection():
-        return _analyze(items, options, limits)
+def analyze(
+    items: list[tuple[str, bytes]], options: Options, limits: Limits = DEFAULT_LIMITS, jobs: int = 1
+) -> list[Finding]:
+    """Findings of the files as one project (no noqa or select filtering): each file parsed (in `jobs`
+    processes, or read from the index cache), then the cross-file phase over all of them."""
+    with _without_cycle_collection():  # also while parsing: the trees parsed so far would be rescanned
+        indexes, errors = parse_all(items, limits, jobs)
+        return project_findings(indexes, errors, options)
 
 
-def _analyze(items: list[tuple[str, bytes]], options: Options, limits: Limits) -> list[Finding]:
+def project_findings(indexes: list[FileIndex], errors: list[Finding], options: Options) -> list[Finding]:
     from compile_lint.project import Project
 
-    indexes, errors = parse_all(items, limits)
     try:
         return Project(indexes, options, errors, load_source).findings()
     except RecursionError:
-        paths = ", ".join(path for path, _ in items[:3])
+        paths = ", ".join(index.path for index in indexes[:3])
         return [*errors, *(unreadable(i.path, f"too deeply nested to analyse (with {paths})") for i in indexes)]
 
 
@@ -299,17 +487,49 @@ def read_linted(path: str) -> bytes:
     return Path(path).read_bytes()
 
 
-def parse_all(items: list[tuple[str, bytes]], limits: Limits = DEFAULT_LIMITS) -> tuple[list[FileIndex], list[Finding]]:
-    """The index of every file that parses, and a TCL000 finding for each that does not."""
-    indexes: list[FileIndex] = []
-    errors: list[Finding] = []
+def parse_all(
+    items: list[tuple[str, bytes]], limits: Limits = DEFAULT_LIMITS, jobs: int = 1
+) -> tuple[list[FileIndex], list[Finding]]:
+    """The index of every file that parses, and a TCL000 finding for each that does not: from the index
+    cache (`use_index_cache`) when the file is there, else parsed, in `jobs` processes if there are several.
+    Of the files parsed, those another file imports are written to the cache (a later run over that other
+    file alone reads them; the rest would cost more to write than they save, the findings cache has them)."""
+    store = _STORE
+    context = {imported for _, imported in import_edges(items)} if store.folder is not None else set()
+    parsed: dict[str, FileIndex | Finding] = {}
+    missing: list[tuple[str, bytes]] = []
     for path, data in items:
-        parsed = parse_bytes(path, data, limits)
-        if isinstance(parsed, Finding):
-            errors.append(parsed)
+        found = store.cached(path, data, limits)
+        if found is None:
+            missing.append((path, data))
         else:
-            indexes.append(parsed)
-    return indexes, errors
+            parsed[path] = found
+    if jobs > 1 and len(missing) > 1:
+        with ProcessPoolExecutor(max_workers=min(jobs, len(missing)), initializer=_quiet_on_interrupt) as pool:
+            jobs_ = [(path, data, limits) for path, data in missing]
+            try:
+                for (path, data), result in zip(missing, pool.map(_parse_job, jobs_, chunksize=4), strict=True):
+                    parsed[path] = store.add(path, data, limits, result, path in context)
+            except BaseException:  # Ctrl-C or SIGTERM: no more files, and the running parses end now
+                processes = list((pool._processes or {}).values())  # no public way to stop a running task
+                pool.shutdown(wait=False, cancel_futures=True)
+                for process in processes:
+                    process.kill()
+                raise
+    else:
+        for path, data in missing:
+            parsed[path] = store.parse(path, data, limits, path in context)
+    results = [parsed[path] for path, _ in items]
+    return [r for r in results if not isinstance(r, Finding)], [r for r in results if isinstance(r, Finding)]
+
+
+def _parse_job(job: tuple[str, bytes, Limits]) -> Finding | bytes:
+    """In a worker: the file's TCL000 finding, or its index pickled (the parent caches and loads it)."""
+    parsed = parse_bytes(*job)
+    if isinstance(parsed, Finding):
+        return parsed
+    with _deep_recursion():
+        return pickle.dumps(parsed, protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def build_project(paths: list[str], config: Config) -> Project:
@@ -325,7 +545,6 @@ def build_project(paths: list[str], config: Config) -> Project:
 # -- parallel groups ---------------------------------------------------------------------------------
 def import_groups(items: list[tuple[str, bytes]]) -> list[list[tuple[str, bytes]]]:
     """Files that import one another (directly or through others) form a group; groups are independent."""
-    modules = {module_name(path): path for path, _ in items}
     parent = {path: path for path, _ in items}
 
     def root(path: str) -> str:
@@ -334,6 +553,18 @@ def import_groups(items: list[tuple[str, bytes]]) -> list[list[tuple[str, bytes]
             path = parent[path]
         return path
 
+    for importer, imported in import_edges(items):
+        parent[root(imported)] = root(importer)
+    groups: dict[str, list[tuple[str, bytes]]] = {}
+    for item in items:
+        groups.setdefault(root(item[0]), []).append(item)
+    return list(groups.values())
+
+
+def import_edges(items: list[tuple[str, bytes]]) -> Iterator[tuple[str, str]]:
+    """(importer, imported) for each import statement of a file naming another file of `items` (as written
+    at the start of a line: a quick scan of the text, not a parse)."""
+    modules = {module_name(path): path for path, _ in items}
     for path, data in items:
         text = data.decode("utf-8", errors="replace")
         own = module_name(path)
@@ -341,42 +572,15 @@ def import_groups(items: list[tuple[str, bytes]]) -> list[list[tuple[str, bytes]
             written = match.group(1) or match.group(2)
             if written.startswith("."):
                 written = relative_module(own, path.endswith("__init__.py"), written)
-            for candidate in _prefixes(written):
+            for candidate in prefixes(written):
                 other = modules.get(candidate)
                 if other is not None:
-                    parent[root(other)] = root(path)
-    groups: dict[str, list[tuple[str, bytes]]] = {}
-    for item in items:
-        groups.setdefault(root(item[0]), []).append(item)
-    return list(groups.values())
+                    yield path, other
 
 
-def _prefixes(module: str) -> list[str]:
+def prefixes(module: str) -> list[str]:
     parts = module.split(".")
     return [".".join(parts[:i]) for i in range(len(parts), 0, -1)]
-
-
-def _analyze_group(job: tuple[list[tuple[str, bytes]], Options, Limits]) -> list[dict[str, object]]:
-    return [asdict(f) for f in analyze(*job)]
-
-
-def _run(items: list[tuple[str, bytes]], options: Options, limits: Limits, jobs: int) -> list[Finding]:
-    groups = import_groups(items) if jobs > 1 else [items]
-    if len(groups) < 2:
-        return analyze(items, options, limits)
-    batches: list[list[tuple[str, bytes]]] = [[] for _ in range(min(jobs * 4, len(groups)))]
-    for group in sorted(groups, key=lambda g: -sum(len(d) for _, d in g)):
-        min(batches, key=lambda b: sum(len(d) for _, d in b)).extend(group)
-    with ProcessPoolExecutor(max_workers=jobs, initializer=_quiet_on_interrupt) as pool:
-        try:
-            results = pool.map(_analyze_group, [(batch, options, limits) for batch in batches if batch])
-            return [Finding(**f) for batch in results for f in batch]  # type: ignore[arg-type]
-        except BaseException:  # Ctrl-C or SIGTERM: no more batches, and the running ones end now
-            processes = list((pool._processes or {}).values())  # no public way to stop a running batch
-            pool.shutdown(wait=False, cancel_futures=True)
-            for process in processes:
-                process.kill()
-            raise
 
 
 def _quiet_on_interrupt() -> None:
@@ -405,10 +609,11 @@ def engine_fingerprint() -> str:
 
 
 class RunCache:
-    """The findings of a whole run, keyed by every file's path and bytes, the options and the engine."""
+    """The findings of a whole run, keyed by every linted file's path and bytes, the options and the
+    engine; valid while the files it read from (imported, not linted) keep their bytes."""
 
     def __init__(self, root: Path, torch_version: TorchVersion) -> None:
-        self.folder = root / CACHE_DIR / f"{engine_fingerprint()}-torch{label(torch_version)}"
+        self.folder = cache_folder(root, torch_version)
 
     def key(self, items: list[tuple[str, bytes]], options: Options, limits: Limits = DEFAULT_LIMITS) -> str:
         digest = hashlib.sha256(repr((sorted(asdict(options).items()), limits)).encode())
@@ -417,27 +622,52 @@ class RunCache:
         return digest.hexdigest()
 
     def get(self, key: str) -> list[Finding] | None:
-        """The entry's findings, or None (then it is rebuilt) if it is missing, truncated or does not fit."""
+        """The entry's findings, or None (then it is rebuilt) if it is missing, truncated, does not fit,
+        or a file it read from changed."""
         try:
             entry = json.loads((self.folder / f"{key}.json").read_text())
+            sources = json.loads((self.folder / f"{key}.sources").read_text())
         except (OSError, ValueError):
             return None
-        if not isinstance(entry, list):
+        if not isinstance(entry, list) or not isinstance(sources, dict) or not unchanged(sources):
             return None
         findings = [_finding_from_json(item) for item in entry]
         return None if None in findings else findings  # type: ignore[return-value]
 
-    def put(self, key: str, findings: list[Finding]) -> None:
+    def put(self, key: str, findings: list[Finding], sources: dict[str, str]) -> None:
+        """Write the entry; `sources`: the SHA-256 of each file the run read from (`IndexStore.sources`)."""
         try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            ignore = self.folder.parent / ".gitignore"
-            if not ignore.exists():
-                ignore.write_text("# created by compile-lint\n*\n")
-            temporary = self.folder / f"{key}.{os.getpid()}.tmp"
-            temporary.write_text(json.dumps([asdict(f) for f in findings]))
-            temporary.replace(self.folder / f"{key}.json")
+            make_cache_folder(self.folder)
+            for name, text in (
+                (f"{key}.sources", json.dumps(sources)),
+                (f"{key}.json", json.dumps([asdict(f) for f in findings])),
+            ):
+                temporary = self.folder / f"{name}.{os.getpid()}.tmp"
+                temporary.write_text(text)
+                temporary.replace(self.folder / name)
         except OSError:
             pass  # a read-only tree lints fine, just without a cache
+
+
+def unchanged(sources: Mapping[str, object]) -> bool:
+    """Each file has the digest it had ("": it still cannot be read)."""
+    for path, digest in sources.items():
+        try:
+            now = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+        except OSError:
+            now = ""
+        if now != digest:
+            return False
+    return True
+
+
+def make_cache_folder(folder: Path) -> None:
+    """`folder` (under `.compile_lint_cache`, which gets a .gitignore of everything); raises OSError."""
+    folder.mkdir(parents=True, exist_ok=True)
+    top = next(parent for parent in folder.parents if parent.name == CACHE_DIR)
+    ignore = top / ".gitignore"
+    if not ignore.exists():
+        ignore.write_text("# created by compile-lint\n*\n")
 
 
 FINDING_FIELDS: dict[str, tuple[type, ...]] = {
@@ -612,7 +842,9 @@ def lint(paths: list[str], config: Config, jobs: int = 1, use_cache: bool = True
     findings = store.get(key) if store else None
     cached = len(items) if findings is not None else 0
     if findings is None:
-        findings = _run(items, options, limits, jobs)
+        indexes = use_index_cache(config.root if use_cache else None, options.torch_version)
+        indexes.sources.clear()
+        findings = analyze(items, options, limits, jobs)
         if store is not None:
-            store.put(key, findings)
+            store.put(key, findings, dict(indexes.sources))
     return LintResult(apply_filters(errors + findings, config, items), len(files), cached)

@@ -5,7 +5,9 @@ flake8 lints file by file, so a helper is a compiled region here only when this 
 Helpers reached from another file need `compile-lint` itself, which sees the whole project.
 flake8 does `--select`, `--ignore`, `--extend-select`, per-file-ignores and `# noqa` itself; from
 `[tool.compile-lint]` the plugin takes only what changes the analysis: the capture flags and
-`extra-regions`.
+`extra-regions`. The files a linted file imports are read from the same index cache as `compile-lint`
+uses (`.compile_lint_cache` of the project's root), so each is parsed once for every flake8 process and
+run, not once per linted file.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pathlib import Path
 
 from compile_lint import __version__
 from compile_lint.config import Config, ConfigError, load_config
-from compile_lint.engine import load_source, options_of, parse_source
+from compile_lint.engine import load_source, options_of, parse_source, use_index_cache
 from compile_lint.finding import Finding
 from compile_lint.project import Project
 
@@ -50,12 +52,10 @@ class CompileLintPlugin:
         except ConfigError as error:  # a flake8 error line, not a traceback from inside flake8
             yield 1, 0, f"TCL000 file not linted: configuration error: {error}", type(self)
             return
+        options = options_of(config)
+        use_index_cache(config.root, options.torch_version)
         parsed = parse_source(self.filename, "".join(self.lines))
-        findings = (
-            [parsed]
-            if isinstance(parsed, Finding)
-            else Project([parsed], options_of(config), (), load_source).findings()
-        )
+        findings = [parsed] if isinstance(parsed, Finding) else Project([parsed], options, (), load_source).findings()
         for finding in sorted(findings, key=lambda f: f.sort_key):
             # flake8 columns are 0-based; it adds 1 when it prints them.
             yield finding.line, finding.col - 1, flake8_message(finding), type(self)

@@ -1,7 +1,8 @@
 """The protocol side of `compile-lint lsp` (pygls): documents in, diagnostics, code actions and hovers out.
 
-Every open document (a notebook counts as one, its code cells joined by `notebooks`) is linted together
-with the workspace's files on disk; a change is linted 300 ms after the typing stops. The analysis runs
+Every open document (a notebook counts as one, its code cells joined by `notebooks`) is linted with the
+files it imports and those importing it (see workspace.py); a change is linted 300 ms after the typing
+stops, and answered before the files importing it are, when there are many. The analysis runs
 on one worker thread, so the server keeps answering while it works and two lints never overlap."""
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from compile_lint.lsp.workspace import Fix, Workspace
 from compile_lint.rules import rule_by_code
 
 DEBOUNCE_SECONDS = 0.3
+DEPENDENTS_AFTER_SECONDS = 1.0  # of no change after an answer, before the files importing it are linted
 SOURCE = "compile-lint"
 SEVERITY = {
     "error": types.DiagnosticSeverity.Error,
@@ -144,9 +146,27 @@ class CompileLintServer(LanguageServer):
             message = f"compile-lint: internal error: {type(error).__name__}: {error}"
             self.window_show_message(types.ShowMessageParams(types.MessageType.Error, message))
             return
-        if findings is not None and generation == self._generation:
-            self.publish(findings)
-            self._published = generation
+        if findings is None or generation != self._generation:
+            return
+        self.publish(findings)
+        self._published = generation
+
+        def current() -> bool:
+            return generation == self._generation
+
+        # Files importing the open documents, when too many to wait for: once the typing pauses, batch by
+        # batch, given up on a change (which then waits for one batch at most).
+        await asyncio.sleep(DEPENDENTS_AFTER_SECONDS)
+        try:
+            more = await asyncio.get_running_loop().run_in_executor(
+                self.worker, lambda: lints.lint_dependents(texts, current) if current() else None
+            )
+        except Exception as error:
+            message = f"compile-lint: internal error: {type(error).__name__}: {error}"
+            self.window_show_message(types.ShowMessageParams(types.MessageType.Error, message))
+            return
+        if more is not None and current() and more != findings:
+            self.publish(more)
 
     def publish(self, findings: dict[str, list[Finding]]) -> None:
         open_notebooks = self.open_notebooks()

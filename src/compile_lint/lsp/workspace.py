@@ -1,27 +1,36 @@
-"""What the language server lints: the workspace's files on disk with the open documents' text laid
-over them, as one project, so a helper in another file is seen from the compiled region that calls it.
-Only the files that import (or are imported by) an open document are analysed: import groups are
-independent (see engine.import_groups). Nothing here knows the protocol; server.py does."""
+"""What the language server lints: the open documents' texts as one project, with the files on disk
+they import read as context (each parsed once per content, or read from the index cache) and the files
+that import them (a region there may reach a helper of an open document). When few files import the
+open documents they are linted with them; when many do (a base module of a large package), the open
+documents are linted first, alone, and those files after, in batches the server can abandon when the
+text changes (`lint_dependents`). Nothing here knows the protocol; server.py does."""
 
 from __future__ import annotations
 
 import hashlib
+import os
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from compile_lint.analysis.index import FileIndex
+from compile_lint.analysis.packages import relative_module
 from compile_lint.analysis.source import encoding_of, multiline_tokens, source_lines
 from compile_lint.config import Config
 from compile_lint.engine import (
+    IMPORTS,
     NOQA,
     analyze,
     discover,
-    import_groups,
     load_source,
+    module_name,
     options_of,
     parse_bytes,
+    prefixes,
     suppressed_by_noqa,
+    unchanged,
+    use_index_cache,
 )
 from compile_lint.engine import _without_cycle_collection as without_cycle_collection
 from compile_lint.finding import Finding
@@ -32,6 +41,8 @@ from compile_lint.project import Project
 Items = list[tuple[str, bytes]]
 PYTHON_SUFFIXES = (".py", ".pyi")
 KEPT_RESULTS = 16  # undo, redo and re-opening a file find their findings here
+QUICK_IMPORTERS = 8  # up to this many files importing the open documents are linted with them at once
+DEPENDENT_BATCH = 1  # files importing them linted together after the first answer (a change waits for one batch)
 
 
 @dataclass(frozen=True)
@@ -54,24 +65,29 @@ class Workspace:
         self.root = root
         self.config = config
         self.options = options_of(config)
-        self._results: OrderedDict[str, list[Finding]] = OrderedDict()
+        self._results: OrderedDict[str, tuple[list[Finding], dict[str, str]]] = OrderedDict()  # and sources read
         self._project: tuple[str, Project] | None = None  # the project of the last lint, by its key
         self._parsed: dict[str, tuple[bytes, FileIndex | Finding]] = {}  # path -> (sha256 of its bytes, its parse)
+        self._imports = ImportTable()
 
     # `documents` below: path -> text of each open document (a notebook: the source its code cells make).
-    def items(self, documents: dict[str, str]) -> Items:
-        """Every file of the open documents' import groups, with the open text in place of the disk's."""
-        on_disk = discover([str(self.root)], self.config) if self.root is not None else []
-        items: dict[str, bytes] = {}
-        for path in on_disk:
-            if path.endswith(PYTHON_SUFFIXES):  # a notebook on disk is no module anything imports
-                try:
-                    items[path] = Path(path).read_bytes()
-                except OSError:
-                    continue  # deleted or unreadable: the open documents are what matter here
-        items.update((path, encoded(text)) for path, text in documents.items())
-        groups = import_groups(sorted(items.items()))
-        return [item for group in groups if any(path in documents for path, _ in group) for item in group]
+    def importers(self, documents: dict[str, str]) -> list[str]:
+        """The workspace's Python files (not open) that import an open document, sorted."""
+        if self.root is None:
+            return []
+        on_disk = [path for path in discover([str(self.root)], self.config) if path.endswith(PYTHON_SUFFIXES)]
+        wanted = {module_name(path) for path in documents}
+        return [path for path in self._imports.importing(on_disk, wanted) if path not in documents]
+
+    def items(self, documents: dict[str, str], others: list[str]) -> Items:
+        """The open documents' texts and the bytes on disk of `others`."""
+        items = {path: encoded(text) for path, text in documents.items()}
+        for path in others:
+            try:
+                items[path] = Path(path).read_bytes()
+            except OSError:
+                continue  # deleted or unreadable: the open documents are what matter here
+        return sorted(items.items())
 
     def key(self, items: Items) -> str:
         digest = hashlib.sha256(repr(sorted(asdict(self.options).items())).encode())
@@ -80,16 +96,32 @@ class Workspace:
         return digest.hexdigest()
 
     def lint(self, documents: dict[str, str]) -> dict[str, list[Finding]]:
-        """The findings the user would see in each open document (select, ignore, noqa applied)."""
-        items = self.items(documents)
-        key = self.key(items)
-        findings = self._results.get(key)
-        if findings is None:
-            findings = self._findings(items, key)
-            self._results[key] = findings
-            if len(self._results) > KEPT_RESULTS:
-                self._results.popitem(last=False)
-        self._results.move_to_end(key)
+        """The findings the user would see in each open document (select, ignore, noqa applied), with the
+        files importing them if there are few (else `lint_dependents` adds theirs)."""
+        importers = self.importers(documents)
+        return self.shown(self._findings(documents, importers if len(importers) <= QUICK_IMPORTERS else []), documents)
+
+    def lint_dependents(
+        self, documents: dict[str, str], current: Callable[[], bool]
+    ) -> dict[str, list[Finding]] | None:
+        """`lint` with every file importing an open document, when `lint` left them out (there are more
+        than QUICK_IMPORTERS); None if it did not, or once `current()` says the texts changed."""
+        importers = self.importers(documents)
+        if len(importers) <= QUICK_IMPORTERS:
+            return None
+        findings = list(self._findings(documents, []))
+        seen = {(f.path, f.line, f.col, f.code) for f in findings}
+        for start in range(0, len(importers), DEPENDENT_BATCH):
+            if not current():
+                return None
+            for finding in self._findings(documents, importers[start : start + DEPENDENT_BATCH]):
+                where = (finding.path, finding.line, finding.col, finding.code)
+                if finding.path in documents and where not in seen:
+                    seen.add(where)
+                    findings.append(finding)
+        return self.shown(findings, documents)
+
+    def shown(self, findings: list[Finding], documents: dict[str, str]) -> dict[str, list[Finding]]:
         shown: dict[str, list[Finding]] = {path: [] for path in documents}
         lines = {path: source_lines(text) for path, text in documents.items()}
         for finding in findings:
@@ -101,16 +133,30 @@ class Workspace:
                 shown[finding.path].append(finding)
         return {path: sorted(found, key=lambda f: f.sort_key) for path, found in shown.items()}
 
-    def _findings(self, items: Items, key: str) -> list[Finding]:
-        try:
-            with without_cycle_collection():
-                return self._project_of(items, key).findings()
-        except RecursionError:
-            return analyze(items, self.options)  # which says which files are too deeply nested
+    def _findings(self, documents: dict[str, str], others: list[str]) -> list[Finding]:
+        """Findings of the open documents and `others` as one project; kept (KEPT_RESULTS) while their
+        texts and the files the project read from stay the same."""
+        items = self.items(documents, others)
+        key = self.key(items)
+        kept = self._results.get(key)
+        if kept is None or not unchanged(kept[1]):
+            store = use_index_cache(self.config.root, self.options.torch_version)
+            store.sources.clear()
+            try:
+                with without_cycle_collection():
+                    found = self._project_of(items, key).findings()
+            except RecursionError:
+                found = analyze(items, self.options)  # which says which files are too deeply nested
+            kept = self._results[key] = (found, dict(store.sources))
+            if len(self._results) > KEPT_RESULTS:
+                self._results.popitem(last=False)
+        self._results.move_to_end(key)
+        return kept[0]
 
     def project(self, documents: dict[str, str]) -> Project:
         """The project of these texts (for code actions): the last lint's, while the texts stay the same."""
-        items = self.items(documents)
+        importers = self.importers(documents)
+        items = self.items(documents, importers if len(importers) <= QUICK_IMPORTERS else [])
         return self._project_of(items, self.key(items))
 
     def _project_of(self, items: Items, key: str) -> Project:
@@ -155,6 +201,45 @@ class Workspace:
         edit = result.applied[0]
         unsafe = " (unsafe)" if edit.safety == "unsafe" else ""
         return Fix(f"{finding.code}: {edit.title}{unsafe}", edit.safety, result.text)
+
+
+class ImportTable:
+    """The modules each file of the workspace imports (a scan of its text, as `engine.import_edges` does),
+    read again only when the file's size or modification time changes."""
+
+    def __init__(self) -> None:
+        self._files: dict[str, tuple[tuple[int, int], frozenset[str]]] = {}
+
+    def importing(self, paths: list[str], modules: set[str]) -> list[str]:
+        """The paths that import one of `modules` (or a module of a package in it)."""
+        found = []
+        for path in paths:
+            try:
+                status = os.stat(path)
+            except OSError:
+                continue
+            stamp = (status.st_mtime_ns, status.st_size)
+            known = self._files.get(path)
+            if known is None or known[0] != stamp:
+                known = self._files[path] = (stamp, self._scan(path))
+            if not known[1].isdisjoint(modules):
+                found.append(path)
+        return found
+
+    @staticmethod
+    def _scan(path: str) -> frozenset[str]:
+        try:
+            text = Path(path).read_bytes().decode("utf-8", errors="replace")
+        except OSError:
+            return frozenset()
+        own = module_name(path)
+        imported: set[str] = set()
+        for match in IMPORTS.finditer(text):
+            written = match.group(1) or match.group(2)
+            if written.startswith("."):
+                written = relative_module(own, path.endswith("__init__.py"), written)
+            imported.update(prefixes(written))
+        return frozenset(imported)
 
 
 def noqa_fix(finding: Finding, text: str) -> Fix | None:

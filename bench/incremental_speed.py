@@ -1,0 +1,104 @@
+"""What the static pass costs on a large real package, as ratios measured in one run: CPU time (user +
+system, from `os.wait4` of each child process and the children it waited for), so the machine's load
+does not count, and peak resident memory.
+
+Workspace: an unzipped transformers wheel (`--tree`, read only; each run's cache goes to a folder of
+its own). Prints:
+- cold `compile-lint -j 1` over the whole `transformers/models` / a bare `libcst.parse_module` loop over
+  the same files (the parse floor), and both processes' peak RSS (targets: <= 1.3x, <= 500 MB);
+- 10 files of `transformers/models` after the whole folder was linted once (its cache in place) / the
+  parse loop over those 10 files (target: <= 3x);
+- the flake8 plugin (`flake8 --select TCL`) / `compile-lint` on the same model folders, each with a cold
+  cache (target: <= 1.5x).
+Each parse loop and lint is a child process: both pay for starting Python and importing libcst.
+
+    python bench/incremental_speed.py --tree /work/tf-tree [--skip-whole]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+PARSE_LOOP = "import sys, libcst\nfor path in sys.argv[1:]:\n    libcst.parse_module(open(path, 'rb').read())\n"
+TEN = [  # every 40th modeling file of transformers 5.25.0's models folder
+    "afmoe/modeling_afmoe.py", "canine/modeling_canine.py", "deepseek_v2/modeling_deepseek_v2.py",
+    "ernie/modeling_ernie.py", "glm46v/modeling_glm46v.py", "hubert/modeling_hubert.py",
+    "layoutlmv3/modeling_layoutlmv3.py", "minicpm5_moe/modeling_minicpm5_moe.py", "mvp/modeling_mvp.py",
+    "perceiver/modeling_perceiver.py",
+]  # fmt: skip
+FLAKE8_FOLDERS = ["llama", "mistral", "qwen2", "gemma", "bert", "gpt2", "t5", "whisper", "vit", "clip"]
+
+
+def measure(command: list[str], cwd: Path) -> tuple[float, float]:
+    """(CPU seconds, peak RSS in MB) of the command and the children it waited for."""
+    process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(process.pid, 0)
+    process.returncode = os.waitstatus_to_exitcode(status)
+    assert process.stderr is not None
+    errors = process.stderr.read().decode(errors="replace")
+    if process.returncode not in (0, 1):
+        raise SystemExit(f"{' '.join(command[:4])} ... failed ({process.returncode}): {errors[-2000:]}")
+    return usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+
+
+def python_files(folder: Path) -> list[str]:
+    return sorted(str(path) for path in folder.rglob("*.py"))
+
+
+def verdict(value: float, target: float) -> str:
+    return f"target <= {target:g}: {'met' if value <= target else 'NOT met'}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tree", type=Path, default=Path("/work/tf-tree"), help="an unzipped transformers wheel")
+    parser.add_argument("--skip-whole", action="store_true", help="skip the cold run over all of models/")
+    args = parser.parse_args()
+    models = (args.tree / "transformers" / "models").resolve()
+    lint = [sys.executable, "-m", "compile_lint", "--format", "concise"]
+    with tempfile.TemporaryDirectory() as folder:
+        work = Path(folder)
+        (work / "parse_loop.py").write_text(PARSE_LOOP)
+        floor = [sys.executable, str(work / "parse_loop.py")]
+        whole_cache = work / "whole"
+        whole_cache.mkdir()
+        if not args.skip_whole:
+            files = python_files(models)
+            parse_cpu, parse_rss = measure([*floor, *files], work)
+            lint_cpu, lint_rss = measure([*lint, "-j", "1", str(models)], whole_cache)
+            print(
+                f"cold -j 1, all of models/ ({len(files)} files): lint {lint_cpu:.1f} s CPU, parse loop "
+                f"{parse_cpu:.1f} s -> {lint_cpu / parse_cpu:.2f}x ({verdict(lint_cpu / parse_cpu, 1.3)}); "
+                f"peak RSS lint {lint_rss:.0f} MB ({verdict(lint_rss, 500)} MB), parse loop {parse_rss:.0f} MB",
+                flush=True,
+            )
+        ten = [str(models / name) for name in TEN]
+        parse_cpu, _ = measure([*floor, *ten], work)
+        lint_cpu, _ = measure([*lint, *ten], whole_cache)
+        context = "after all of models/ was linted once" if not args.skip_whole else "cold (--skip-whole)"
+        print(
+            f"10 files {context}: lint {lint_cpu:.2f} s CPU, parse loop {parse_cpu:.2f} s -> "
+            f"{lint_cpu / parse_cpu:.2f}x ({verdict(lint_cpu / parse_cpu, 3)})",
+            flush=True,
+        )
+        folders = [str(models / name) for name in FLAKE8_FOLDERS]
+        for name in ("flake8", "lint"):
+            (work / name).mkdir()
+        flake8_cpu, _ = measure([sys.executable, "-m", "flake8", "--select", "TCL", *folders], work / "flake8")
+        own_cpu, _ = measure([*lint, *folders], work / "lint")
+        count = sum(len(python_files(Path(f))) for f in folders)
+        print(
+            f"flake8 plugin / compile-lint on {len(folders)} model folders ({count} files), cold caches: "
+            f"{flake8_cpu:.1f} s / {own_cpu:.1f} s CPU -> {flake8_cpu / own_cpu:.2f}x "
+            f"({verdict(flake8_cpu / own_cpu, 1.5)})",
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()

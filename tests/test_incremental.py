@@ -1,0 +1,163 @@
+"""The caches change how much is parsed, never what is found: a package linted cold, warm (parsed files
+read back from the index cache) and after an edit of its base module gives the findings a cold run of
+the same tree gives."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from compile_lint import engine
+from compile_lint.config import Config
+from compile_lint.engine import CACHE_DIR, lint
+from compile_lint.finding import Finding
+
+BASE = """import torch
+from torch import nn
+
+
+def scale(x):
+    return 2
+
+
+class Base(nn.Module):
+    def prepare(self, x):
+        return x
+"""
+MODEL = """import torch
+
+from .base import Base, scale
+
+
+class Model(Base):
+    def forward(self, x):
+        y = self.prepare(x)
+        if scale(y) > 1:
+            return y * 2
+        return y
+"""
+OTHER = """from .base import Base
+
+
+class Other(Base):
+    def forward(self, x):
+        return self.prepare(x).item()
+"""
+
+
+@pytest.fixture(autouse=True)
+def user_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The signing key in a folder of the test's own."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "user-cache"))
+    engine.secret_key.cache_clear()
+
+
+@pytest.fixture
+def package(tmp_path: Path) -> Path:
+    folder = tmp_path / "pkg"
+    folder.mkdir()
+    (folder / "__init__.py").write_text("")
+    (folder / "base.py").write_text(BASE)
+    (folder / "model.py").write_text(MODEL)
+    (folder / "other.py").write_text(OTHER)
+    return folder
+
+
+@pytest.fixture
+def parsed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The paths libcst parsed (not read back from the cache), in order."""
+    seen: list[str] = []
+    guarded = engine._guarded_index
+
+    def recording(path: str, *args: object) -> object:
+        seen.append(Path(path).name)
+        return guarded(path, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(engine, "_guarded_index", recording)
+    return seen
+
+
+def cold(paths: list[Path], config: Config) -> list[Finding]:
+    return lint([str(p) for p in paths], config, use_cache=False).findings
+
+
+def cached(paths: list[Path], config: Config) -> list[Finding]:
+    return lint([str(p) for p in paths], config).findings
+
+
+def test_cold_warm_and_edited_runs_find_the_same(package: Path, parsed: list[str]) -> None:
+    config = Config(root=package.parent)
+    model, other, base = package / "model.py", package / "other.py", package / "base.py"
+    whole = cold([package], config)
+    assert [(Path(f.path).name, f.code) for f in whole] == [("other.py", "TCL101")]
+    assert lint([str(package)], config, jobs=2, use_cache=False).findings == whole  # parsed in two processes
+
+    assert cached([package], config) == whole  # writes the index of base.py (the others import it)
+    assert list((package.parent / CACHE_DIR).rglob("*.pickle"))
+    parsed.clear()
+    assert cached([model], config) == cold([model], config) == []
+    assert cached([other], config) == cold([other], config)
+    parsed.clear()
+    assert cached([model, other], config) == cold([model, other], config)
+    assert "base.py" in parsed  # by the cold run only: the cached one read it back
+    assert parsed.count("base.py") == 1
+
+    base.write_text(BASE.replace("return 2", "return x.sum()"))  # scale() now returns a tensor
+    edited = cold([model], config)
+    assert [(Path(f.path).name, f.code) for f in edited] == [("model.py", "TCL103")]
+    assert cached([model], config) == edited  # the findings of model.py alone depended on base.py
+    assert cached([package], config) == cold([package], config)
+    assert cached([model, other], config) == cold([model, other], config)
+
+
+def test_a_forged_cache_entry_is_not_loaded(package: Path, parsed: list[str]) -> None:
+    config = Config(root=package.parent)
+    expected = cold([package / "model.py"], config)
+    cached([package], config)
+    for entry in (package.parent / CACHE_DIR).rglob("*.pickle"):
+        entry.write_bytes(b"\0" * 32 + entry.read_bytes()[32:])  # the payload without this user's signature
+    engine.use_index_cache(None)  # forget what is in memory
+    parsed.clear()
+    assert cached([package / "model.py"], config) == expected
+    assert "base.py" in parsed
+
+
+HELPER = """def route(h):
+    if h.sum() > 0:
+        return h
+    return -h
+"""
+CALLER = """import torch
+
+from .helpers import route
+
+
+@torch.compile
+def step{n}(x):
+    return route(x) * {n}
+"""
+
+
+def test_the_language_server_answers_for_the_open_file_first_and_its_importers_after(tmp_path: Path) -> None:
+    from compile_lint.lsp.workspace import QUICK_IMPORTERS, Workspace
+
+    folder = tmp_path / "pkg"
+    folder.mkdir()
+    (folder / "__init__.py").write_text("")
+    helpers = folder / "helpers.py"
+    helpers.write_text(HELPER)
+    callers = QUICK_IMPORTERS + 2
+    for n in range(callers):
+        (folder / f"caller{n}.py").write_text(CALLER.format(n=n))
+    workspace = Workspace(tmp_path, Config(root=tmp_path))
+    documents = {str(helpers): HELPER}
+    assert len(workspace.importers(documents)) == callers
+    assert workspace.lint(documents) == {str(helpers): []}  # alone, nothing calls route
+    assert workspace.lint_dependents(documents, lambda: False) is None  # the text changed meanwhile
+    with_callers = workspace.lint_dependents(documents, lambda: True)
+    assert with_callers is not None
+    [finding] = with_callers[str(helpers)]
+    assert (finding.line, finding.col, finding.code) == (2, 8, "TCL103") and "reached from" in finding.message
+    together = lint([str(folder)], Config(root=tmp_path), use_cache=False).findings
+    assert [(f.line, f.col, f.code) for f in together if f.path == str(helpers)] == [(2, 8, "TCL103")]

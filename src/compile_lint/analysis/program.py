@@ -31,6 +31,7 @@ from compile_lint.analysis.values import (
     ASSUMED_MASK,
     BOOL_VALUE,
     FALSE_VALUE,
+    NONE,
     OBJECT,
     TENSOR_LIKE,
     TENSOR_VALUE,
@@ -213,7 +214,7 @@ class Program:
             if value is None:
                 return None
             classes = value.classes()
-            value = self.attribute(classes[0].cls, name) if classes else None
+            value = self.attribute(classes[0].cls, name, instance=False) if classes else None
         return value
 
     def global_value(self, path: str, name: str) -> Value | None:
@@ -310,8 +311,11 @@ class Program:
         return Value.of(Module(key, key[1]) if self.is_module_class(key) else Instance(key))
 
     # -- attributes ----------------------------------------------------------------------------------
-    def attribute(self, cls: ClassKey, name: str) -> Value | None:
-        """`obj.name` for an instance of `cls`: an attribute some method assigns, a method, a class constant."""
+    def attribute(self, cls: ClassKey, name: str, instance: bool = True) -> Value | None:
+        """`obj.name` for an instance of `cls` (or the class itself, `instance=False`): an attribute some
+        method assigns, a method, a class constant. On an instance, a class-level `None` is only a default:
+        dataclass and output-object fields (`last_hidden_state: Tensor | None = None`) are set by the
+        constructor's arguments, other attributes by `setattr` or `__init__(**kwargs)`."""
         for key in self.mro(cls):
             info = self._classes[key]
             self._ensure_attributes(key)
@@ -325,7 +329,8 @@ class Program:
                     return self.summary(method, {_self_name(function): self.instance_value(cls)})
                 return Value.of(Function(method, None if function.kind == "staticmethod" else cls))
             if name in info.body_assignments:
-                return self._class_constant(info, name)
+                constant = self._class_constant(info, name)
+                return constant.join(UNKNOWN_VALUE) if instance and NONE in constant else constant
         return None
 
     def _class_constant(self, info: ClassInfo, name: str) -> Value:

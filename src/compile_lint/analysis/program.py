@@ -25,6 +25,7 @@ from compile_lint.analysis.tensors import (
     default_param_value,
     param_names,
     short_code,
+    torch_call_value,
 )
 from compile_lint.analysis.values import (
     ASSUMED,
@@ -210,6 +211,9 @@ class Program:
 
     def _member(self, index: FileIndex, names: list[str]) -> Value | None:
         value = self.global_value(index.path, names[0])
+        full = index.imports.aliases.get(names[0], "")
+        if value is None and full.split(".", 1)[0] == "torch":
+            value = Value.of(External(full))  # torch's own name, re-exported: `from ..utils import is_compiling`
         for name in names[1:]:
             if value is None:
                 return None
@@ -525,6 +529,8 @@ class Program:
             return self.summary(target.key, target.params) if target else UNKNOWN_VALUE
         if isinstance(atom, External) and atom.name.rsplit(".", 1)[-1][:1].isupper():
             return Value.of(External(atom.name + "()"))  # an instance of a library class: `ContextVar("x")`
+        if isinstance(atom, External) and atom.name.startswith("torch."):
+            return torch_call_value(atom.name)  # a torch function re-exported by another module of the package
         return UNKNOWN_VALUE
 
     def summary(self, key: FunctionKey, params: Env) -> Value:

@@ -25,7 +25,7 @@ class RaiseInRegion(Rule):
     what = (
         "Reports `raise` statements in compiled regions that are not inside the body of a `try` in the same "
         "function. `raise NotImplementedError` (abstract methods) is not reported. Opt-in: select it with "
-        "`--extend-select TCL703` (or `extend-select = [\"TCL703\"]`); flake8 ignores it unless selected."
+        '`--extend-select TCL703` (or `extend-select = ["TCL703"]`); flake8 ignores it unless selected.'
     )
     why = (
         "Measured with torch 2.13 and 2.14: a raise that is never taken costs nothing, and one caught by a "

@@ -29,6 +29,7 @@ from compile_lint.analysis.values import (
     NONE,
     NONE_VALUE,
     OBJECT_VALUE,
+    STR,
     TENSOR_LIKE,
     TENSOR_VALUE,
     UNKNOWN_VALUE,
@@ -88,6 +89,7 @@ class Flow:
             index.imports, program, index.path, function.class_key if function else None, dict(params), cond
         )
         self.optional = {name for name, value in params.items() if NONE in value}
+        self.params = frozenset(params)
         self.defaults_truthy = _truthy_defaults(function)
         self.flag_params = _flag_params(function)
         self.visitor = visitor
@@ -443,6 +445,8 @@ class Flow:
                 return 0, cond
             return cond, 0
         if isinstance(test, cst.Comparison):
+            if _compares_strings(test, self.facts, self.params):
+                return Cond.CONFIG, 0  # `if "dynamic" in rope_type:` a mode chosen by a config string
             return self._optional_cond(test.left) & Cond.CONFIG, 0
         return 0, 0
 
@@ -656,3 +660,14 @@ def _flag_params(function: FunctionInfo | None) -> set[str]:
         if isinstance(p.default, (cst.Name, cst.Integer, cst.Float, cst.SimpleString))
         and not (isinstance(p.default, cst.Name) and p.default.value == "None")
     }
+
+
+def _compares_strings(test: cst.Comparison, facts: TensorFacts, params: frozenset[str]) -> bool:
+    """A string literal compared with (or looked up in) a str value that is not a parameter of the function:
+    a mode string read from the config or the module (`rope_type = self.rope_type`)."""
+    operands = [test.left, *(t.comparator for t in test.comparisons)]
+    literals = [o for o in operands if isinstance(o, (cst.SimpleString, cst.ConcatenatedString))]
+    others = [o for o in operands if o not in literals]
+    if any(isinstance(o, cst.Name) and o.value in params for o in others):
+        return False  # `if mode == "train":` on an argument: the caller picks, either side may be the default
+    return bool(literals) and bool(others) and all(facts.value(o).only((STR,)) for o in others)

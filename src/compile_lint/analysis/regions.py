@@ -171,6 +171,9 @@ class Reachability:
         self.reached: dict[FunctionKey, Reach] = {}
         self._queue: deque[FunctionKey] = deque()
         self._queued: set[FunctionKey] = set()
+        # Forwards a class decorator may replace: an alternative implementation however they are reached
+        # (a MoE block calling `self.experts(...)` runs what the decorator chose).
+        self._replaced = {root.key for root in roots if root.cond & Cond.ALTERNATIVE}
         for root in roots:
             info = program.function(root.key)
             assert info is not None
@@ -222,6 +225,8 @@ class Reachability:
         info = self.program.function(key)
         if info is None or info.disabled or info.enclosing is not None:
             return  # disabled: the call is an intended break (TCL302); nested: walked with its parent
+        if key in self._replaced:
+            cond |= Cond.ALTERNATIVE
         current = self.reached.get(key)
         if current is None:
             reason = "decorator wrapper" if nested_only else "called from a region"

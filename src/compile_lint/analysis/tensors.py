@@ -992,7 +992,9 @@ def default_param_value(param: cst.Param, annotation: Value | None, entry: bool)
     """
     default = param.default
     default_value = literal_value(default) if default is not None else None
-    if annotation is not None:
+    if annotation is not None and default_value is not None and default_value.only(BOOLS) and annotation.is_tensor_like:
+        value = BOOL_VALUE  # `output_attentions: torch.Tensor | None = False`: the default says a flag
+    elif annotation is not None:
         value = annotation
     elif default_value is not None and default_value != NONE_VALUE:
         value = _widened(default_value)

@@ -90,6 +90,7 @@ class Flow:
         )
         self.optional = {name for name, value in params.items() if NONE in value}
         self.params = frozenset(params)
+        self.star_kwargs = _star_kwargs(function.node if function else None)
         self.defaults_truthy = _truthy_defaults(function)
         self.flag_params = _flag_params(function)
         self.visitor = visitor
@@ -372,6 +373,8 @@ class Flow:
 
     def _walk_nested(self, node: cst.FunctionDef) -> None:
         saved = (self.env, self.returns, self.loops, self.optional)
+        saved_stars = self.star_kwargs
+        self.star_kwargs = saved_stars | _star_kwargs(node)
         env = dict(self.env)
         for param in param_names(node.params):
             annotation = param.annotation
@@ -387,6 +390,7 @@ class Flow:
         finally:
             self.nested_depth -= 1
             self.env, self.returns, self.loops, self.optional = saved
+            self.star_kwargs = saved_stars
 
     def _nested_qualname(self, name: str) -> str:
         owner = self.function.qualname if self.function else ""
@@ -433,6 +437,8 @@ class Flow:
             return Cond.TRAINING, 0
         if isinstance(test, cst.Call) and dotted(test.func) == "torch.is_grad_enabled":
             return Cond.TRAINING, 0
+        if self._keyword_flag(test):
+            return Cond.OPTIONAL_INPUT, 0
         subject, negated = _none_test(test, self)
         if subject is not None:
             cond = self._optional_cond(subject)
@@ -449,6 +455,19 @@ class Flow:
                 return Cond.CONFIG, 0  # `if "dynamic" in rope_type:` a mode chosen by a config string
             return self._optional_cond(test.left) & Cond.CONFIG, 0
         return 0, 0
+
+    def _keyword_flag(self, test: cst.BaseExpression) -> bool:
+        """`kwargs.get("debug_io", False)` on the function's `**kwargs`: an option the caller did not pass
+        by default (a missing key gives the falsy default)."""
+        if not isinstance(test, cst.Call) or not isinstance(test.func, cst.Attribute):
+            return False
+        receiver = test.func.value
+        if not isinstance(receiver, cst.Name) or receiver.value not in self.star_kwargs:
+            return False
+        if test.func.attr.value not in ("get", "pop") or not test.args:
+            return False
+        default = test.args[1].value if len(test.args) > 1 else None
+        return default is None or (isinstance(default, cst.Name) and default.value in ("False", "None"))
 
     def _optional_cond(self, subject: cst.BaseExpression) -> int:
         written = dotted(subject) or ""
@@ -648,6 +667,11 @@ def _truthy_defaults(function: FunctionInfo | None) -> set[str]:
         if true_name or number:
             found.add(param.name.value)
     return found
+
+
+def _star_kwargs(node: cst.FunctionDef | None) -> frozenset[str]:
+    star = node.params.star_kwarg if node is not None else None
+    return frozenset({star.name.value}) if isinstance(star, cst.Param) else frozenset()
 
 
 def _flag_params(function: FunctionInfo | None) -> set[str]:

@@ -46,6 +46,9 @@ class Reach:
     params: Env = field(default_factory=dict)
     nested_only: bool = False  # a decorator: only the wrapper functions it defines run in the region
     walks: int = 0
+    # A decorator whose file is not linted: where it is applied in linted code (decorated function, the
+    # decorator expression), so that what its wrapper does on every call is reported there.
+    applied_at: list[tuple[FunctionKey, cst.BaseExpression]] = field(default_factory=list)
 
     def describe(self) -> str:
         return f"reached from {self.root} via {' -> '.join(self.via)}" if self.via else ""
@@ -188,7 +191,7 @@ class Reachability:
             self._queued.discard(key)
             reach = self.reached[key]
             info = self.program.function(key)
-            if info is None or not self.program.is_linted(info.path):
+            if info is None or not (self.program.is_linted(info.path) or reach.applied_at):
                 continue
             reach.walks += 1
             calls = analyze(info, reach)
@@ -218,6 +221,13 @@ class Reachability:
                     continue
                 params = self.program.bind_params(target, *arguments, None)
                 self._offer(atom.key, params, reach.cond, reach, f"@{dotted(callee)} (decorator)", nested_only=True)
+                applied = self.reached.get(atom.key)
+                if (
+                    applied is not None
+                    and not self.program.is_linted(target.path)
+                    and all(key != info.key for key, _ in applied.applied_at)
+                ):
+                    applied.applied_at.append((info.key, decorator))
 
     def _offer(
         self, key: FunctionKey, params: Env, cond: int, caller: Reach, how: str, nested_only: bool = False

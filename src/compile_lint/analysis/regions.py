@@ -22,7 +22,7 @@ from compile_lint.analysis.names import dotted
 from compile_lint.analysis.nodes import iter_nodes
 from compile_lint.analysis.program import Program
 from compile_lint.analysis.tensors import TensorFacts
-from compile_lint.analysis.values import ClassKey, Cond, Function, FunctionKey, Value
+from compile_lint.analysis.values import ClassKey, Cond, FunctionKey, Value
 
 MAX_WALKS = 4  # a function re-walked this often keeps its last parameter values
 
@@ -210,16 +210,17 @@ class Reachability:
         for decorator in info.decorators:
             callee = decorator.func if isinstance(decorator, cst.Call) else decorator
             # `@fast_path(fused_forward)`: the wrapper may call what the decorator was given (a dispatch
-            # decorator choosing another implementation); a bare `@log_calls` is given the function itself.
-            if isinstance(decorator, cst.Call):
-                arguments = facts.arguments(decorator)
-            else:
-                arguments = ([Value.of(Function(info.key))], {}, False)
+            # decorator choosing another implementation). A bare `@log_calls` is given the function itself,
+            # which is left unknown: the wrapper's `func(*args, **kwargs)` would reach it again with unknown
+            # arguments, and its optional inputs (`pixel_values=None`) would look passed.
             for atom in facts.value(callee).functions():
                 target = self.program.function(atom.key)
                 if target is None or target.enclosing is not None:
                     continue
-                params = self.program.bind_params(target, *arguments, None)
+                if isinstance(decorator, cst.Call):
+                    params = self.program.bind_params(target, *facts.arguments(decorator), None)
+                else:
+                    params = self.program.entry_params(target, None, entry=False)
                 self._offer(atom.key, params, reach.cond, reach, f"@{dotted(callee)} (decorator)", nested_only=True)
                 applied = self.reached.get(atom.key)
                 if (

@@ -583,7 +583,10 @@ class Flow:
                 if targets:
                     self.calls.append(CallSite(node, targets, cond))  # type: ignore[arg-type]
             self.emit(node)
-            stack.extend((child, cond) for child in reversed(children(node)))
+            kept = children(node)
+            if node_type is cst.Call and _is_check(node):  # type: ignore[arg-type]
+                kept = [c for c in kept if not (isinstance(c, cst.Arg) and isinstance(c.value, cst.Lambda))]
+            stack.extend((child, cond) for child in reversed(kept))
         self.cond = base
 
 
@@ -695,3 +698,13 @@ def _compares_strings(test: cst.Comparison, facts: TensorFacts, params: frozense
     if any(isinstance(o, cst.Name) and o.value in params for o in others):
         return False  # `if mode == "train":` on an argument: the caller picks, either side may be the default
     return bool(literals) and bool(others) and all(facts.value(o).only((STR,)) for o in others)
+
+
+def _is_check(call: cst.Call) -> bool:
+    """A library's `compilable_check(cond, lambda: f"... {int(n)}")`: the message lambda runs only when the
+    check fails, never on the default path. Not `torch._check` itself: Dynamo breaks on a message closure
+    that captures a tensor (GB9158, measured with 2.13 and 2.14), so what the lambda reads stays linted."""
+    name = dotted(call.func) or ""
+    if name.startswith("torch."):
+        return False
+    return name.rsplit(".", 1)[-1].lstrip("_").startswith("check") or name.endswith("_check")

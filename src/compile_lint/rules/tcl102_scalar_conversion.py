@@ -100,7 +100,7 @@ class ScalarConversion(Rule):
                 f"`{builtin}()` of a numpy value (traced as a tensor) reads it into Python and breaks the graph"
                 if array
                 else f"`{builtin}()` of a tensor copies its value into Python (an implicit `.item()`) and breaks the graph",
-                gb_codes=(DATA_DEPENDENT, NON_TENSOR) if array else None,
+                gb_codes=(DATA_DEPENDENT, NON_TENSOR) if array else (ITEM,),
                 fix=f"Keep it a tensor: {kept}; or set "
                 "`torch._dynamo.config.capture_scalar_outputs = True` if it only feeds arithmetic.",
             )
@@ -115,6 +115,7 @@ class ScalarConversion(Rule):
                     f"`range({short_code(bound)})`: a loop count read from a tensor breaks the graph, even "
                     f"with {CAPTURE_SCALAR}=True",
                     condition="always",
+                    gb_codes=(ITEM,),
                     fix="Loop over a fixed bound and mask the extra steps with `torch.where`, or compute the "
                     "count before the compiled region and pass it in as an `int` argument.",
                 )

@@ -6,7 +6,7 @@ import libcst as cst
 
 from compile_lint.analysis.names import dotted
 from compile_lint.analysis.tensors import Kind, TensorFacts, join_kinds, short_code, without_item
-from compile_lint.analysis.values import Cond
+from compile_lint.analysis.values import NONE, Cond
 from compile_lint.analysis.walker import RuleContext
 from compile_lint.rules.base import CAPTURE_SCALAR, Example, Rule
 from compile_lint.rules.tcl106_tensor_to_bool import python_bool_call
@@ -160,13 +160,32 @@ HALF_DTYPES = frozenset({"torch.float16", "torch.half", "torch.bfloat16"})
 
 
 def _low_precision_first(test: cst.BaseExpression, ctx: RuleContext) -> int:
-    """`x.dtype == torch.float16 and not torch.isfinite(x).all()`: `and` reads the tensor only in half
-    precision, not with the default float32 weights (a configuration, not the default path)."""
+    """What an `and` checks before it reads the tensor: `x.dtype == torch.float16 and ...` reads it only in
+    half precision, not with the default float32 weights (config); `audio is not None and ...` only when
+    the optional input is passed."""
+    cond = 0
     while isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
         if _is_half_check(test.left, ctx):
-            return Cond.CONFIG
+            cond |= Cond.CONFIG
+        elif _passed_optional(test.left, ctx):
+            cond |= Cond.OPTIONAL_INPUT
         test = test.left
-    return 0
+    return cond
+
+
+def _passed_optional(node: cst.BaseExpression, ctx: RuleContext) -> bool:
+    """`name is not None` for a name that is None by default (an optional input)."""
+    if not isinstance(node, cst.Comparison) or len(node.comparisons) != 1:
+        return False
+    target = node.comparisons[0]
+    none = isinstance(target.comparator, cst.Name) and target.comparator.value == "None"
+    subject = node.left
+    return (
+        none
+        and isinstance(target.operator, cst.IsNot)
+        and isinstance(subject, cst.Name)
+        and NONE in ctx.facts.value(subject)
+    )
 
 
 def _is_half_check(node: cst.BaseExpression, ctx: RuleContext) -> bool:

@@ -40,6 +40,9 @@ class Observed:
 
 
 def load(path: Path) -> ModuleType:
+    relative = path.relative_to(FIXTURES)
+    if len(relative.parts) > 1 and (FIXTURES / relative.parts[0] / "__init__.py").is_file():
+        return _load_package_module(relative)
     name = f"compile_lint_fixture_{path.stem}"
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec and spec.loader
@@ -51,6 +54,15 @@ def load(path: Path) -> ModuleType:
     finally:
         sys.path.remove(str(path.parent))
     return module
+
+
+def _load_package_module(relative: Path) -> ModuleType:
+    """A module of a fixture package (relative imports): imported by its dotted name from fixtures/."""
+    sys.path.insert(0, str(FIXTURES))
+    try:
+        return importlib.import_module(".".join(relative.with_suffix("").parts))
+    finally:
+        sys.path.remove(str(FIXTURES))
 
 
 def observed_breaks(path: Path) -> list[Break]:

@@ -21,7 +21,7 @@ from fixture_support import FIXTURES, FRAME_SKIP_REACH, ROOT, expectations, fixt
 torch = pytest.importorskip("torch")
 
 from compile_lint import versions  # noqa: E402
-from compile_lint.config import Config  # noqa: E402
+from compile_lint.config import OPT_IN, Config  # noqa: E402
 from compile_lint.confirm.run.capture import Break  # noqa: E402
 from compile_lint.engine import lint  # noqa: E402
 from compile_lint.finding import Finding  # noqa: E402
@@ -53,7 +53,7 @@ def test_fixture_matches_dynamo(path: Path) -> None:
     """Checks each static finding's own GB codes (the static test ties findings to the expectations)."""
     assert INSTALLED is not None
     unit = {p.resolve() for p in lint_unit(path)}
-    config = Config(root=ROOT, torch_version=versions.label(INSTALLED))
+    config = Config(root=ROOT, torch_version=versions.label(INSTALLED), extend_select=sorted(OPT_IN))
     findings = lint([str(p) for p in sorted(unit)], config, use_cache=False).findings
     by_file: dict[Path, list[Finding]] = {}
     for finding in findings:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from compile_lint.config import Config
+from compile_lint.config import OPT_IN, Config
 from compile_lint.engine import lint
 from compile_lint.finding import Finding
 from compile_lint.versions import KNOWN, TorchVersion, label
@@ -15,7 +15,7 @@ from fixture_support import FIXTURES, ROOT, expectations, fixture_files, lint_un
 
 
 def config_for(version: TorchVersion) -> Config:
-    return Config(root=ROOT, torch_version=label(version))
+    return Config(root=ROOT, torch_version=label(version), extend_select=sorted(OPT_IN))  # fixtures pin TCL703 too
 
 
 def findings_in(path: Path, version: TorchVersion) -> list[Finding]:

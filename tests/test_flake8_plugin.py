@@ -82,6 +82,15 @@ def test_select_ignore_and_extend_select(tmp_path: Path, options: list[str], cod
     assert {code for _, _, code in reported(flake8(*options, str(path), cwd=tmp_path))} == codes
 
 
+def test_opt_in_codes_are_in_flake8s_default_ignore(tmp_path: Path) -> None:
+    path = tmp_path / "model.py"
+    path.write_text(
+        "import torch\n\n\n@torch.compile\ndef step(x):\n    if x.dim() != 2:\n        raise ValueError('2d')\n    return x\n"
+    )
+    assert reported(flake8(str(path), cwd=tmp_path)) == []
+    assert reported(flake8("--extend-select", "TCL703", str(path), cwd=tmp_path)) == [(7, 9, "TCL703")]
+
+
 @pytest.mark.parametrize(
     ("noqa", "silenced"),
     [("  # noqa", True), ("  # noqa: TCL101", True), ("  # noqa:TCL1", True), ("  # noqa: E501", False), ("", False)],

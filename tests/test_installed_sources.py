@@ -44,3 +44,27 @@ def test_base_and_helper_from_an_installed_package(installed: Path) -> None:
     project = build_project([str(installed / "model.py")], Config(root=installed))
     (root,) = project.root_list
     assert "derives from fakepkg.modeling.PreTrained, which derives from torch.nn.Module" in root.reason
+
+
+NAMESPACE_CALLER = (
+    "import torch\nimport nspkg.sub.mod\nimport nspkg.gone.mod\n\n\n@torch.compile\ndef f(x):\n"
+    "    s = nspkg.sub.mod.scale_of(x)\n    if s > 1:\n        x = x / s\n    return nspkg.gone.mod.g(x)\n"
+)
+
+
+def test_namespace_portion_inside_a_regular_package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`nspkg/sub/` has no `__init__.py` inside a regular `nspkg` (opencv's `cv2/dnn`): importlib's finder
+    raised KeyError: 'nspkg' for it and killed the run. The helper is now followed, and a module that is not
+    there is simply not followed."""
+    site = tmp_path / "site"
+    (site / "nspkg" / "sub").mkdir(parents=True)
+    (site / "nspkg" / "__init__.py").write_text("")
+    (site / "nspkg" / "sub" / "mod.py").write_text("def scale_of(x):\n    return x.abs().max()\n")
+    monkeypatch.syspath_prepend(str(site))
+    packages.installed_source.cache_clear()
+    (tmp_path / "model.py").write_text(NAMESPACE_CALLER)
+    try:
+        findings = lint([str(tmp_path / "model.py")], Config(root=tmp_path), use_cache=False).findings
+    finally:
+        packages.installed_source.cache_clear()
+    assert [(f.line, f.code) for f in findings] == [(9, "TCL103")]  # the helper's tensor was followed

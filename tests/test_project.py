@@ -6,6 +6,7 @@ from pathlib import Path
 
 from compile_lint.config import Config
 from compile_lint.engine import lint
+from fixture_support import FIXTURES, ROOT
 
 ITEM_IN_REGION = "import torch\n\n@torch.compile\ndef f(x):\n    return x * x.sum().item()\n"
 SETS_CAPTURE = "import torch\n\ntorch._dynamo.config.capture_scalar_outputs = True\n"
@@ -72,3 +73,14 @@ def test_self_calls_resolve_in_the_callers_own_class_when_names_repeat(tmp_path:
     write(tmp_path / "a.py", module.format(body="print(x)"))
     write(tmp_path / "b.py", module.format(body="y = x.sum().item()"))
     assert codes(tmp_path) == {"a.py": ["TCL201"], "b.py": ["TCL101"]}
+
+
+def test_wrappers_of_decorators_from_files_not_linted_are_reported_where_applied() -> None:
+    """Linting one model file: the decorators come from the package's utils (not linted), and what their
+    wrappers do on every call (a context variable, logging, a lock; a dispatch to another implementation)
+    is reported at the decorator, naming the wrapper's line."""
+    model = FIXTURES / "decorators_pkg" / "models" / "model.py"
+    findings = lint([str(model)], Config(root=ROOT), use_cache=False).findings
+    assert [(f.line, f.code) for f in findings] == [(10, "TCL101"), (18, "TCL312"), (28, "TCL204"), (38, "TCL704")]
+    assert all(f.path == str(model) for f in findings)
+    assert "(generic.py:37)" in findings[2].message

@@ -5,9 +5,10 @@ flake8 lints file by file, so a helper is a compiled region here only when this 
 Helpers reached from another file need `compile-lint` itself, which sees the whole project.
 flake8 does `--select`, `--ignore`, `--extend-select`, per-file-ignores and `# noqa` itself; from
 `[tool.compile-lint]` the plugin takes only what changes the analysis: the capture flags and
-`extra-regions`. The files a linted file imports are read from the same index cache as `compile-lint`
-uses (`.compile_lint_cache` of the project's root), so each is parsed once for every flake8 process and
-run, not once per linted file.
+`extra-regions`. The opt-in codes (TCL703, TCL902) join flake8's default ignore list, so they are
+reported only when `--select`/`--extend-select` names them. The files a linted file imports are read from the
+same index cache as `compile-lint` uses (`.compile_lint_cache` of the project's root), so each is parsed once
+for every flake8 process and run, not once per linted file.
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ import ast
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from compile_lint import __version__
-from compile_lint.config import Config, ConfigError, load_config
+from compile_lint.config import OPT_IN, Config, ConfigError, load_config
 from compile_lint.engine import load_source, options_of, parse_source, use_index_cache
 from compile_lint.finding import Finding
 from compile_lint.project import Project
@@ -42,6 +44,11 @@ class CompileLintPlugin:
 
     # flake8 picks a plugin's kind from its parameter names: `tree` makes this a per-file plugin.
     # The tree itself is unused: the rules need libcst, which parses `lines`.
+    @classmethod
+    def add_options(cls, option_manager: Any) -> None:
+        """flake8 calls this once with its option manager: off by default, like `compile-lint` itself."""
+        option_manager.extend_default_ignore(sorted(OPT_IN))
+
     def __init__(self, tree: ast.AST, lines: list[str], filename: str) -> None:
         self.lines = lines
         self.filename = filename

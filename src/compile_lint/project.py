@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from functools import cache
 
 import libcst as cst
@@ -168,12 +169,41 @@ class Project:
         by_path: dict[str, list[tuple[Pending, Reach | None]]] = {}
         for key, pending in self._reports.items():
             reach = self.reached[key]
+            if not self.program.is_linted(key[0]):
+                for path, report in self._at_decorators(key, pending, reach):
+                    by_path.setdefault(path, []).append((report, None))
+                continue
             by_path.setdefault(key[0], []).extend((report, reach) for report in pending)
         for path in sorted(self.program.linted):
             index = self.program.index_of(path)
             module_reports: list[tuple[Pending, Reach | None]] = [(r, None) for r in self._module_reports(index)]
             found.extend(self._to_findings(index, by_path.get(path, []) + module_reports))
         return sorted(found, key=lambda f: f.sort_key)
+
+    def _at_decorators(
+        self, key: tuple[str, str], reports: list[Pending], reach: Reach
+    ) -> Iterator[tuple[str, Pending]]:
+        """What the wrapper of a decorator from a file that is not linted does on every call, reported at
+        each place linted code applies it (`@capture_outputs` above a `forward`)."""
+        kept = [p for p in reports if self._holds(p, key[0])]
+        if not kept:
+            return
+        source = self.program.index_of(key[0])
+        spans = self._spans(source, kept)
+        name = os.path.basename(key[0])
+        for decorated, decorator in reach.applied_at:
+            for pending in kept:
+                line = spans[id(pending.node)][0]
+                yield (
+                    decorated[0],
+                    replace(
+                        pending,
+                        node=decorator,
+                        owner=decorated[1],
+                        message=f"in the wrapper this decorator puts around every call ({name}:{line}): "
+                        f"{pending.message}",
+                    ),
+                )
 
     def _to_findings(self, index: FileIndex, reports: list[tuple[Pending, Reach | None]]) -> Iterator[Finding]:
         kept = [(p, reach) for p, reach in reports if self._holds(p, index.path)]

@@ -29,6 +29,7 @@ from compile_lint.analysis.values import (
     NONE,
     NONE_VALUE,
     OBJECT_VALUE,
+    STR,
     TENSOR_LIKE,
     TENSOR_VALUE,
     UNKNOWN_VALUE,
@@ -88,6 +89,8 @@ class Flow:
             index.imports, program, index.path, function.class_key if function else None, dict(params), cond
         )
         self.optional = {name for name, value in params.items() if NONE in value}
+        self.params = frozenset(params)
+        self.star_kwargs = _star_kwargs(function.node if function else None)
         self.defaults_truthy = _truthy_defaults(function)
         self.flag_params = _flag_params(function)
         self.visitor = visitor
@@ -370,6 +373,8 @@ class Flow:
 
     def _walk_nested(self, node: cst.FunctionDef) -> None:
         saved = (self.env, self.returns, self.loops, self.optional)
+        saved_stars = self.star_kwargs
+        self.star_kwargs = saved_stars | _star_kwargs(node)
         env = dict(self.env)
         for param in param_names(node.params):
             annotation = param.annotation
@@ -385,6 +390,7 @@ class Flow:
         finally:
             self.nested_depth -= 1
             self.env, self.returns, self.loops, self.optional = saved
+            self.star_kwargs = saved_stars
 
     def _nested_qualname(self, name: str) -> str:
         owner = self.function.qualname if self.function else ""
@@ -431,6 +437,8 @@ class Flow:
             return Cond.TRAINING, 0
         if isinstance(test, cst.Call) and dotted(test.func) == "torch.is_grad_enabled":
             return Cond.TRAINING, 0
+        if self._keyword_flag(test):
+            return Cond.OPTIONAL_INPUT, 0
         subject, negated = _none_test(test, self)
         if subject is not None:
             cond = self._optional_cond(subject)
@@ -443,8 +451,23 @@ class Flow:
                 return 0, cond
             return cond, 0
         if isinstance(test, cst.Comparison):
+            if _compares_strings(test, self.facts, self.params):
+                return Cond.CONFIG, 0  # `if "dynamic" in rope_type:` a mode chosen by a config string
             return self._optional_cond(test.left) & Cond.CONFIG, 0
         return 0, 0
+
+    def _keyword_flag(self, test: cst.BaseExpression) -> bool:
+        """`kwargs.get("debug_io", False)` on the function's `**kwargs`: an option the caller did not pass
+        by default (a missing key gives the falsy default)."""
+        if not isinstance(test, cst.Call) or not isinstance(test.func, cst.Attribute):
+            return False
+        receiver = test.func.value
+        if not isinstance(receiver, cst.Name) or receiver.value not in self.star_kwargs:
+            return False
+        if test.func.attr.value not in ("get", "pop") or not test.args:
+            return False
+        default = test.args[1].value if len(test.args) > 1 else None
+        return default is None or (isinstance(default, cst.Name) and default.value in ("False", "None"))
 
     def _optional_cond(self, subject: cst.BaseExpression) -> int:
         written = dotted(subject) or ""
@@ -560,7 +583,10 @@ class Flow:
                 if targets:
                     self.calls.append(CallSite(node, targets, cond))  # type: ignore[arg-type]
             self.emit(node)
-            stack.extend((child, cond) for child in reversed(children(node)))
+            kept = children(node)
+            if node_type is cst.Call and _is_check(node):  # type: ignore[arg-type]
+                kept = [c for c in kept if not (isinstance(c, cst.Arg) and isinstance(c.value, cst.Lambda))]
+            stack.extend((child, cond) for child in reversed(kept))
         self.cond = base
 
 
@@ -646,6 +672,11 @@ def _truthy_defaults(function: FunctionInfo | None) -> set[str]:
     return found
 
 
+def _star_kwargs(node: cst.FunctionDef | None) -> frozenset[str]:
+    star = node.params.star_kwarg if node is not None else None
+    return frozenset({star.name.value}) if isinstance(star, cst.Param) else frozenset()
+
+
 def _flag_params(function: FunctionInfo | None) -> set[str]:
     """Parameters with a literal default: `if use_cache:` is a choice of the caller."""
     if function is None:
@@ -656,3 +687,24 @@ def _flag_params(function: FunctionInfo | None) -> set[str]:
         if isinstance(p.default, (cst.Name, cst.Integer, cst.Float, cst.SimpleString))
         and not (isinstance(p.default, cst.Name) and p.default.value == "None")
     }
+
+
+def _compares_strings(test: cst.Comparison, facts: TensorFacts, params: frozenset[str]) -> bool:
+    """A string literal compared with (or looked up in) a str value that is not a parameter of the function:
+    a mode string read from the config or the module (`rope_type = self.rope_type`)."""
+    operands = [test.left, *(t.comparator for t in test.comparisons)]
+    literals = [o for o in operands if isinstance(o, (cst.SimpleString, cst.ConcatenatedString))]
+    others = [o for o in operands if o not in literals]
+    if any(isinstance(o, cst.Name) and o.value in params for o in others):
+        return False  # `if mode == "train":` on an argument: the caller picks, either side may be the default
+    return bool(literals) and bool(others) and all(facts.value(o).only((STR,)) for o in others)
+
+
+def _is_check(call: cst.Call) -> bool:
+    """A library's `compilable_check(cond, lambda: f"... {int(n)}")`: the message lambda runs only when the
+    check fails, never on the default path. Not `torch._check` itself: Dynamo breaks on a message closure
+    that captures a tensor (GB9158, measured with 2.13 and 2.14), so what the lambda reads stays linted."""
+    name = dotted(call.func) or ""
+    if name.startswith("torch."):
+        return False
+    return name.rsplit(".", 1)[-1].lstrip("_").startswith("check") or name.endswith("_check")

@@ -136,9 +136,32 @@ class _Indexer:
             self.function(node, cls, function, prefix)
         elif isinstance(node, cst.ClassDef):
             self.cls(node, function, prefix)
+        elif isinstance(node, cst.Try) and function is None and cls is None and _catches_import_error(node):
+            self.import_fallback(node, prefix)
         else:
             for block in _blocks(node):
                 self.statements(block, cls if function is None else None, function, prefix)
+
+    def import_fallback(self, node: cst.Try, prefix: str) -> None:
+        """`try: from torch.compiler import is_compiling` / `except ImportError: def is_compiling(): ...`:
+        the installed library has what the `try` imports (it is what the code runs with), so a name the
+        `try` imports keeps that meaning; the handler's imports and definitions of it are fallbacks."""
+        index = self.index
+        self.statements(_body(node.body), None, None, prefix)
+        imported = dict(index.imports.aliases)
+        functions = dict(index.functions)
+        for handler in node.handlers:
+            self.statements(_body(handler.body), None, None, prefix)
+        for block in (node.orelse, node.finalbody):
+            if block is not None:
+                self.statements(_body(block.body), None, None, prefix)
+        for name, full in imported.items():
+            index.imports.aliases[name] = full
+            if index.functions.get(name) is not functions.get(name):
+                if name in functions:
+                    index.functions[name] = functions[name]
+                else:
+                    del index.functions[name]
 
     def small(self, node: cst.BaseSmallStatement, cls: ClassInfo | None, function: FunctionInfo | None) -> None:
         if isinstance(node, (cst.Import, cst.ImportFrom)):
@@ -227,6 +250,24 @@ def _blocks(node: cst.BaseStatement) -> Iterator[Sequence[cst.BaseStatement]]:
         yield handler.body.body if isinstance(handler.body, cst.IndentedBlock) else ()
     for case in getattr(node, "cases", ()):
         yield case.body.body if isinstance(case.body, cst.IndentedBlock) else ()
+
+
+IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError"})
+
+
+def _catches_import_error(node: cst.Try) -> bool:
+    for handler in node.handlers:
+        caught = handler.type
+        names = caught.elements if isinstance(caught, cst.Tuple) else [caught] if caught is not None else []
+        for name in names:
+            value = name.value if isinstance(name, cst.Element) else name
+            if isinstance(value, cst.Name) and value.value in IMPORT_ERRORS:
+                return True
+    return False
+
+
+def _body(suite: cst.BaseSuite) -> Sequence[cst.BaseStatement]:
+    return suite.body if isinstance(suite, cst.IndentedBlock) else ()
 
 
 def _assigned(node: cst.BaseSmallStatement) -> list[cst.BaseExpression]:

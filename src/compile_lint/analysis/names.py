@@ -39,9 +39,15 @@ class ImportMap:
                     top = full.split(".")[0]
                     self.aliases[top] = top
             return
-        if node.module is None or isinstance(node.names, cst.ImportStar):
+        if isinstance(node.names, cst.ImportStar):
             return
-        module = "." * len(node.relative) + _module_name(node.module)
+        dots = "." * len(node.relative)
+        if node.module is None:  # `from . import utils`: a module of the package
+            for alias in node.names:
+                local = alias.asname.name.value if alias.asname and isinstance(alias.asname.name, cst.Name) else None
+                self.aliases[local or _module_name(alias.name)] = dots + _module_name(alias.name)
+            return
+        module = dots + _module_name(node.module)
         for alias in node.names:
             name = _module_name(alias.name)
             local = name

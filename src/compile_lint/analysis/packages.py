@@ -63,20 +63,31 @@ def _source_in(folder: Path, parts: list[str]) -> str | None:
 
 @cache
 def installed_source(module: str) -> str | None:
-    """The .py file of `module` on sys.path (not the standard library, not torch/numpy), or None."""
+    """The .py file of `module` on sys.path (not the standard library, not torch/numpy), or None.
+
+    Only the top package goes through importlib's finder; submodules are looked up in its folders, as
+    the import system would. (importlib's finder wants a namespace portion's parent package imported:
+    `pkg/sub/` without an `__init__.py` inside a regular `pkg` raised KeyError: 'pkg'.)"""
     parts = module.split(".")
     if parts[0] in MODELLED or parts[0] in sys.stdlib_module_names:
         return None
-    spec = importlib.machinery.PathFinder.find_spec(parts[0])
-    for index in range(1, len(parts)):
-        if spec is None or not spec.submodule_search_locations:
-            return None
-        spec = importlib.machinery.PathFinder.find_spec(
-            ".".join(parts[: index + 1]), list(spec.submodule_search_locations)
-        )
-    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+    try:
+        spec = importlib.machinery.PathFinder.find_spec(parts[0])
+    except (ImportError, ValueError, OSError):
         return None
-    origin = Path(spec.origin).resolve()
+    if spec is None:
+        return None
+    if len(parts) == 1:
+        origin_text = spec.origin
+    else:
+        folders = [Path(folder) for folder in spec.submodule_search_locations or ()]
+        for part in parts[1:-1]:
+            folders = [folder / part for folder in folders if (folder / part).is_dir()]
+        candidates = [c for f in folders for c in (f / f"{parts[-1]}.py", f / parts[-1] / "__init__.py")]
+        origin_text = next((str(c) for c in candidates if c.is_file()), None)
+    if not origin_text or not origin_text.endswith(".py"):
+        return None
+    origin = Path(origin_text).resolve()
     if origin.is_relative_to(STDLIB) and "site-packages" not in origin.parts:
         return None
     return str(origin) if os.path.getsize(origin) <= MAX_BYTES else None

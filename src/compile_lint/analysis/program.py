@@ -25,12 +25,14 @@ from compile_lint.analysis.tensors import (
     default_param_value,
     param_names,
     short_code,
+    torch_call_value,
 )
 from compile_lint.analysis.values import (
     ASSUMED,
     ASSUMED_MASK,
     BOOL_VALUE,
     FALSE_VALUE,
+    NONE,
     OBJECT,
     TENSOR_LIKE,
     TENSOR_VALUE,
@@ -209,11 +211,14 @@ class Program:
 
     def _member(self, index: FileIndex, names: list[str]) -> Value | None:
         value = self.global_value(index.path, names[0])
+        full = index.imports.aliases.get(names[0], "")
+        if value is None and full.split(".", 1)[0] == "torch":
+            value = Value.of(External(full))  # torch's own name, re-exported: `from ..utils import is_compiling`
         for name in names[1:]:
             if value is None:
                 return None
             classes = value.classes()
-            value = self.attribute(classes[0].cls, name) if classes else None
+            value = self.attribute(classes[0].cls, name, instance=False) if classes else None
         return value
 
     def global_value(self, path: str, name: str) -> Value | None:
@@ -310,8 +315,11 @@ class Program:
         return Value.of(Module(key, key[1]) if self.is_module_class(key) else Instance(key))
 
     # -- attributes ----------------------------------------------------------------------------------
-    def attribute(self, cls: ClassKey, name: str) -> Value | None:
-        """`obj.name` for an instance of `cls`: an attribute some method assigns, a method, a class constant."""
+    def attribute(self, cls: ClassKey, name: str, instance: bool = True) -> Value | None:
+        """`obj.name` for an instance of `cls` (or the class itself, `instance=False`): an attribute some
+        method assigns, a method, a class constant. On an instance, a class-level `None` is only a default:
+        dataclass and output-object fields (`last_hidden_state: Tensor | None = None`) are set by the
+        constructor's arguments, other attributes by `setattr` or `__init__(**kwargs)`."""
         for key in self.mro(cls):
             info = self._classes[key]
             self._ensure_attributes(key)
@@ -325,7 +333,8 @@ class Program:
                     return self.summary(method, {_self_name(function): self.instance_value(cls)})
                 return Value.of(Function(method, None if function.kind == "staticmethod" else cls))
             if name in info.body_assignments:
-                return self._class_constant(info, name)
+                constant = self._class_constant(info, name)
+                return constant.join(UNKNOWN_VALUE) if instance and NONE in constant else constant
         return None
 
     def _class_constant(self, info: ClassInfo, name: str) -> Value:
@@ -520,6 +529,8 @@ class Program:
             return self.summary(target.key, target.params) if target else UNKNOWN_VALUE
         if isinstance(atom, External) and atom.name.rsplit(".", 1)[-1][:1].isupper():
             return Value.of(External(atom.name + "()"))  # an instance of a library class: `ContextVar("x")`
+        if isinstance(atom, External) and atom.name.startswith("torch."):
+            return torch_call_value(atom.name)  # a torch function re-exported by another module of the package
         return UNKNOWN_VALUE
 
     def summary(self, key: FunctionKey, params: Env) -> Value:

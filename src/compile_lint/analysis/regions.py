@@ -46,6 +46,9 @@ class Reach:
     params: Env = field(default_factory=dict)
     nested_only: bool = False  # a decorator: only the wrapper functions it defines run in the region
     walks: int = 0
+    # A decorator whose file is not linted: where it is applied in linted code (decorated function, the
+    # decorator expression), so that what its wrapper does on every call is reported there.
+    applied_at: list[tuple[FunctionKey, cst.BaseExpression]] = field(default_factory=list)
 
     def describe(self) -> str:
         return f"reached from {self.root} via {' -> '.join(self.via)}" if self.via else ""
@@ -171,6 +174,9 @@ class Reachability:
         self.reached: dict[FunctionKey, Reach] = {}
         self._queue: deque[FunctionKey] = deque()
         self._queued: set[FunctionKey] = set()
+        # Forwards a class decorator may replace: an alternative implementation however they are reached
+        # (a MoE block calling `self.experts(...)` runs what the decorator chose).
+        self._replaced = {root.key for root in roots if root.cond & Cond.ALTERNATIVE}
         for root in roots:
             info = program.function(root.key)
             assert info is not None
@@ -185,7 +191,7 @@ class Reachability:
             self._queued.discard(key)
             reach = self.reached[key]
             info = self.program.function(key)
-            if info is None or not self.program.is_linted(info.path):
+            if info is None or not (self.program.is_linted(info.path) or reach.applied_at):
                 continue
             reach.walks += 1
             calls = analyze(info, reach)
@@ -203,12 +209,26 @@ class Reachability:
         facts = TensorFacts(self.program.index_of(info.path).imports, self.program, info.path)
         for decorator in info.decorators:
             callee = decorator.func if isinstance(decorator, cst.Call) else decorator
+            # `@fast_path(fused_forward)`: the wrapper may call what the decorator was given (a dispatch
+            # decorator choosing another implementation). A bare `@log_calls` is given the function itself,
+            # which is left unknown: the wrapper's `func(*args, **kwargs)` would reach it again with unknown
+            # arguments, and its optional inputs (`pixel_values=None`) would look passed.
             for atom in facts.value(callee).functions():
                 target = self.program.function(atom.key)
                 if target is None or target.enclosing is not None:
                     continue
-                params = self.program.entry_params(target, None, entry=False)
+                if isinstance(decorator, cst.Call):
+                    params = self.program.bind_params(target, *facts.arguments(decorator), None)
+                else:
+                    params = self.program.entry_params(target, None, entry=False)
                 self._offer(atom.key, params, reach.cond, reach, f"@{dotted(callee)} (decorator)", nested_only=True)
+                applied = self.reached.get(atom.key)
+                if (
+                    applied is not None
+                    and not self.program.is_linted(target.path)
+                    and all(key != info.key for key, _ in applied.applied_at)
+                ):
+                    applied.applied_at.append((info.key, decorator))
 
     def _offer(
         self, key: FunctionKey, params: Env, cond: int, caller: Reach, how: str, nested_only: bool = False
@@ -216,6 +236,8 @@ class Reachability:
         info = self.program.function(key)
         if info is None or info.disabled or info.enclosing is not None:
             return  # disabled: the call is an intended break (TCL302); nested: walked with its parent
+        if key in self._replaced:
+            cond |= Cond.ALTERNATIVE
         current = self.reached.get(key)
         if current is None:
             reason = "decorator wrapper" if nested_only else "called from a region"

@@ -41,6 +41,7 @@ from compile_lint.analysis.values import (
     NUMPY_VALUE,
     OBJECT,
     OBJECT_VALUE,
+    PYTHON_NUMBERS,
     SHAPE_VALUE,
     SIZE,
     SIZE_VALUE,
@@ -833,18 +834,27 @@ def _args_cond(node: cst.Call, facts: TensorFacts) -> int:
 
 
 def _numpy_call_value(name: str, node: cst.Call, facts: TensorFacts) -> Value:
-    """Inside a region Dynamo traces numpy as tensors: numpy results on arrays and tensors are arrays
-    (tensor-like); on Python numbers (`np.sqrt(dim)`) they are constant-folded."""
+    """Inside a region Dynamo traces numpy as tensors: numpy results on arrays, tensors and lists of
+    numbers (`np.sum([1, 2])`, `np.prod(x.shape)`: measured, 2.13 and 2.14) are arrays (tensor-like);
+    on Python numbers (`np.sqrt(dim)`) they are constant-folded."""
     values = [facts.value(a.value) for a in node.args]
     if name.rsplit(".", 1)[-1] in ("array", "asarray", "arange", "zeros", "ones", "linspace", "empty", "full"):
         return NUMPY_VALUE
     if any(v.any_of(EVIDENT_TENSORS) for v in values):
         return NUMPY_VALUE.under(_args_cond(node, facts))
+    if values and any(_numbers(v) for v in values[:1]):
+        return NUMPY_VALUE
     if any(v.any_of((ASSUMED, ASSUMED_MASK)) for v in values):
         return Value.of(ASSUMED)
     if values and all(v.only({INT, FLOAT, SIZE, TRUE, FALSE}) for v in values):
         return FLOAT_VALUE
     return UNKNOWN_VALUE
+
+
+def _numbers(value: Value) -> bool:
+    """A list or tuple of Python numbers (a literal list, a shape, a list the function appends ints to)."""
+    sequences = value.sequences()
+    return len(sequences) == len(value.atoms) and all(s.only(PYTHON_NUMBERS) for s in sequences)
 
 
 def builtin_call_value(name: str, node: cst.Call, facts: TensorFacts) -> Value | None:
@@ -982,7 +992,9 @@ def default_param_value(param: cst.Param, annotation: Value | None, entry: bool)
     """
     default = param.default
     default_value = literal_value(default) if default is not None else None
-    if annotation is not None:
+    if annotation is not None and default_value is not None and default_value.only(BOOLS) and annotation.is_tensor_like:
+        value = BOOL_VALUE  # `output_attentions: torch.Tensor | None = False`: the default says a flag
+    elif annotation is not None:
         value = annotation
     elif default_value is not None and default_value != NONE_VALUE:
         value = _widened(default_value)

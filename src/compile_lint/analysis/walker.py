@@ -113,12 +113,14 @@ class RuleContext:
         severity: Severity | None = None,
         gb_codes: tuple[str, ...] | None = None,
         fix: str | None = None,
+        cond: int = 0,
     ) -> None:
-        """Report `node`; the keyword arguments override the rule's defaults for this one finding."""
+        """Report `node`; the keyword arguments override the rule's defaults for this one finding (`cond`: a
+        path condition the line itself adds, e.g. the half-precision check an `and` evaluates first)."""
         if condition is None:
             condition = f"unless:{rule.silenced_by}" if rule.silenced_by else "always"
         owner = self.function.qualname if self.function else None
-        path_cond = self.cond
+        path_cond = self.cond | cond
         if isinstance(node, cst.BaseExpression):
             path_cond |= self.facts.cond_of(node)
         self.pending.append(

@@ -6,6 +6,7 @@ import libcst as cst
 
 from compile_lint.analysis.names import dotted
 from compile_lint.analysis.tensors import Kind, TensorFacts, join_kinds, short_code, without_item
+from compile_lint.analysis.values import NONE, Cond
 from compile_lint.analysis.walker import RuleContext
 from compile_lint.rules.base import CAPTURE_SCALAR, Example, Rule
 from compile_lint.rules.tcl106_tensor_to_bool import python_bool_call
@@ -125,7 +126,7 @@ class TensorCondition(Rule):
         fix = FIXES[construct].format(cond=as_tensor_condition(test))
         if reporter:
             fix = REPORT_FIX.format(test=short_code(test, limit=60), call=reporter)
-        ctx.report(self, node, message, condition=condition, fix=fix)
+        ctx.report(self, node, message, condition=condition, fix=fix, cond=_low_precision_first(test, ctx))
         _claim_operators(test, ctx)
 
     def visit_If(self, node: cst.If, ctx: RuleContext) -> None:
@@ -153,6 +154,55 @@ class TensorCondition(Rule):
         if id(node) in ctx.reported:
             return
         self._check(node.left, node, "and" if isinstance(node.operator, cst.And) else "or", ctx)
+
+
+HALF_DTYPES = frozenset({"torch.float16", "torch.half", "torch.bfloat16"})
+
+
+def _low_precision_first(test: cst.BaseExpression, ctx: RuleContext) -> int:
+    """What an `and` checks before it reads the tensor: `x.dtype == torch.float16 and ...` reads it only in
+    half precision, not with the default float32 weights (config); `audio is not None and ...` only when
+    the optional input is passed."""
+    cond = 0
+    while isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        if _is_half_check(test.left, ctx):
+            cond |= Cond.CONFIG
+        elif _passed_optional(test.left, ctx):
+            cond |= Cond.OPTIONAL_INPUT
+        test = test.left
+    return cond
+
+
+def _passed_optional(node: cst.BaseExpression, ctx: RuleContext) -> bool:
+    """`name is not None` for a name that is None by default (an optional input)."""
+    if not isinstance(node, cst.Comparison) or len(node.comparisons) != 1:
+        return False
+    target = node.comparisons[0]
+    none = isinstance(target.comparator, cst.Name) and target.comparator.value == "None"
+    subject = node.left
+    return (
+        none
+        and isinstance(target.operator, cst.IsNot)
+        and isinstance(subject, cst.Name)
+        and NONE in ctx.facts.value(subject)
+    )
+
+
+def _is_half_check(node: cst.BaseExpression, ctx: RuleContext) -> bool:
+    if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.And):
+        return _is_half_check(node.left, ctx) or _is_half_check(node.right, ctx)
+    if not isinstance(node, cst.Comparison) or len(node.comparisons) != 1:
+        return False
+    target = node.comparisons[0]
+    right = target.comparator
+    if isinstance(target.operator, (cst.Equal, cst.Is)):
+        named = [ctx.resolve(right)]
+    elif isinstance(target.operator, cst.In) and isinstance(right, (cst.Tuple, cst.List, cst.Set)):
+        named = [ctx.resolve(e.value) for e in right.elements]
+    else:
+        return False
+    dtype = dotted(node.left) or ""
+    return dtype.endswith("dtype") and bool(named) and all(name in HALF_DTYPES for name in named)
 
 
 REPORTERS = frozenset({"print", "warnings.warn"})

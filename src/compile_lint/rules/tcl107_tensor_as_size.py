@@ -15,6 +15,8 @@ DATA_DEPENDENT = "GB0033"  # Data dependent operator
 BUILTIN = "GB0059"  # Failed to trace builtin operator (range() on torch 2.13)
 # torch functions whose positional arguments are sizes (`torch.zeros(n, 3)`, `torch.full((n,), 0.0)`).
 SIZE_FACTORIES = frozenset({"zeros", "ones", "empty", "full", "rand", "randn", "arange"})
+# numpy functions whose first argument is a shape (Dynamo traces numpy as tensors inside a region).
+NUMPY_FACTORIES = frozenset({"zeros", "ones", "empty", "full"})
 # Tensor methods whose positional arguments are sizes, or (narrow) a start and a length.
 SIZE_METHODS = frozenset({"view", "reshape", "expand", "repeat", "new_zeros", "new_ones", "new_empty", "new_full"})
 NARROW = "narrow"
@@ -49,8 +51,9 @@ class TensorAsSize(Rule):
     what = (
         "Flags tensors computed in the region used as slice bounds (`x[:n]`), as size or shape arguments "
         "(`torch.zeros(n)`, `torch.full((n,), v)`, `x.view(n, -1)`, `x.reshape(n)`, `x.expand(n, 4)`, "
-        "`x.new_zeros(n)`, `x.repeat(n, 1)`, `x.narrow(0, 0, n)`, `torch.arange(n)`) and as `range()` "
-        "bounds. A tensor made from literals (`n = torch.tensor(3)`) is not flagged, nor are un-annotated "
+        "`x.new_zeros(n)`, `x.repeat(n, 1)`, `x.narrow(0, 0, n)`, `torch.arange(n)`, `np.zeros((k, n))`) and "
+        "as `range()` bounds. numpy results count as tensors: in a region Dynamo traces numpy as tensor ops, "
+        "on tensors and on lists of numbers (`np.sum(counts)`, `np.prod(x.shape)`). A tensor made from literals (`n = torch.tensor(3)`) is not flagged, nor are un-annotated "
         "parameters (often ints)."
     )
     why = (
@@ -150,6 +153,10 @@ class TensorAsSize(Rule):
         elif full.startswith("torch.") and full.count(".") == 1 and full.split(".")[1] in SIZE_FACTORIES:
             op = full.split(".")[1]
             code, what = DATA_DEPENDENT, f"a size of `{full}`"
+        elif full.startswith("numpy.") and full.count(".") == 1 and full.split(".")[1] in NUMPY_FACTORIES:
+            op = full.split(".")[1]  # traced as torch._numpy: the shape must be ints, as for torch.zeros
+            code, what = DATA_DEPENDENT, f"a size of `{full}`"
+            sizes = sizes[:1]
         elif isinstance(func, cst.Attribute) and func.attr.value in (*SIZE_METHODS, NARROW):
             if not ctx.facts.is_tensor(func.value):
                 return

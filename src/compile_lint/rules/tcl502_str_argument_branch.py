@@ -24,14 +24,19 @@ def _is_string_literal(node: cst.BaseExpression) -> bool:
 
 
 def _compared_with_string(test: cst.BaseExpression, name: str) -> bool:
-    """Does `test` compare the plain name `name` with string literals (`mode == "train"`)?"""
+    """Does `test` compare the plain name `name` with string literals (`mode == "train"`, `mode in ("a", "b")`)?
+    `"key" in name` tests membership in `name` (a dict, a set of keys): not a string comparison of it."""
     for comparison in iter_nodes(test):
         if not isinstance(comparison, cst.Comparison):
             continue
-        operands = [comparison.left, *(t.comparator for t in comparison.comparisons)]
-        named = any(isinstance(o, cst.Name) and o.value == name for o in operands)
-        if named and any(_is_string_literal(o) for o in operands):
-            return True
+        left = comparison.left
+        for target in comparison.comparisons:
+            right = target.comparator
+            pair = (left, right) if isinstance(target.operator, (cst.In, cst.NotIn)) else None
+            for one, other in [pair] if pair else [(left, right), (right, left)]:
+                if isinstance(one, cst.Name) and one.value == name and _is_string_literal(other):
+                    return True
+            left = right
     return False
 
 
@@ -105,6 +110,9 @@ class StrArgumentBranch(Rule):
             "@torch.compile\ndef f(x):\n    mode = 'train'\n    if mode == 'train':\n        return x + 1\n    return x\n"
         ),
         Example("@torch.compile\ndef f(x, mode=None):\n    if mode is not None:\n        return x + 1\n    return x\n"),
+        Example(
+            "@torch.compile\ndef f(x, outputs):\n    if 'aux' in outputs:\n        return x + outputs['aux']\n    return x\n"
+        ),
         Example(
             "class M(nn.Module):\n    def forward(self, x):\n        return self._pad(x, mode='zero')\n\n"
             "    def _pad(self, x, mode: str):\n        if mode == 'zero':\n            return x\n        return -x\n"

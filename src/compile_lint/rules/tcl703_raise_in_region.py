@@ -24,13 +24,15 @@ class RaiseInRegion(Rule):
     )
     what = (
         "Reports `raise` statements in compiled regions that are not inside the body of a `try` in the same "
-        "function. `raise NotImplementedError` (abstract methods) is not reported."
+        "function. `raise NotImplementedError` (abstract methods) is not reported. Opt-in: select it with "
+        '`--extend-select TCL703` (or `extend-select = ["TCL703"]`); flake8 ignores it unless selected.'
     )
     why = (
         "Measured with torch 2.13 and 2.14: a raise that is never taken costs nothing, and one caught by a "
         "`try` in the region traces. One that escapes makes Dynamo abandon the frame (GB0088, observed "
         "exception) and rerun it eagerly, which raises the same error. It is information, not a predicted "
-        "break: it matters when the raise is a control-flow path taken in normal runs."
+        "break: it matters when the raise is a control-flow path taken in normal runs. Most raises in real "
+        "models check inputs and never fire on the default path, which is why the rule is off by default."
     )
     example = (
         "@torch.compile\ndef f(x):\n    if x.dim() != 2:\n        raise ValueError('expected a matrix')\n"

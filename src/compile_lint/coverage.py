@@ -74,6 +74,15 @@ UNCOVERED: dict[str, tuple[str, str]] = {
     "GB0119": (NOT_YET, "an nn.Module constructed inside the region (corpus: BigBird rebuilding its attention)"),
     "GB0264": (NOT_YET, "`nn.Parameter()` constructed inside the region (corpus: with GB0119 in BigBird)"),
     "GB0467": (NOT_YET, "setattr() on an object Dynamo does not track (corpus: transformers' output-capture hook)"),
+    "GB0225": (NOT_YET, "a tensor factory with requires_grad=True in the region (corpus: routing-transformer)"),
+    "GB0363": (
+        DYNAMIC_ONLY,
+        "an opaque object made mid-trace (corpus: torch.Generator use in torchsde's Brownian motion)",
+    ),
+    "GB8335": (
+        NOT_YET,
+        "a generator expression whose state is mutated before it is consumed (corpus: torchsde, gpytorch)",
+    ),
     "GB0091": (DYNAMIC_ONLY, "a closure cell Dynamo reads before it is set (seen in a generator expression)"),
     "GB4347": (DYNAMIC_ONLY, "iterating an object whose C type has no tp_iternext"),
 }

@@ -77,11 +77,11 @@ UNCOVERED: dict[str, tuple[str, str]] = {
     "GB0225": (NOT_YET, "a tensor factory with requires_grad=True in the region (corpus: routing-transformer)"),
     "GB0363": (
         DYNAMIC_ONLY,
-        "an opaque object made mid-trace (corpus: torch.Generator use in torchsde's Brownian motion)",
+        "an opaque object made mid-trace (corpus: a torch.Generator in torchsde)",
     ),
     "GB8335": (
         NOT_YET,
-        "a generator expression whose state is mutated before it is consumed (corpus: torchsde, gpytorch)",
+        "a generator mutated before it is consumed (corpus: torchsde, gpytorch)",
     ),
     "GB0091": (DYNAMIC_ONLY, "a closure cell Dynamo reads before it is set (seen in a generator expression)"),
     "GB4347": (DYNAMIC_ONLY, "iterating an object whose C type has no tp_iternext"),

@@ -5,10 +5,12 @@ the (file, line) of package source that ran eagerly, and every graph break of a 
 run, attributed to the innermost frame inside the corpus packages. Prediction: `compile-lint --format json` over
 the whole package folders. Scores: recall of break sites, precision on lines that ran, GB-code agreement.
 
-    python bench/accuracy.py [--refresh-truth] [--details] [--json PATH]
+    python bench/accuracy.py [--refresh-truth] [--details] [--rules] [--json PATH]
+    python bench/accuracy.py --sources DIR   # score the committed truth with only the packages' source in DIR
 
 The first run builds the corpus venv (bench/corpus/.venv, from bench/corpus/requirements.txt plus compile-lint
-installed editable) and re-executes itself inside it.
+installed editable) and re-executes itself inside it. `--sources DIR` needs no torch and no venv: DIR holds the
+corpus packages as `pip install --no-deps --target DIR` puts them (`--install-sources DIR` does that).
 """
 
 from __future__ import annotations
@@ -20,9 +22,11 @@ import importlib.metadata
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from collections import defaultdict
@@ -35,12 +39,16 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "bench" / "corpus"
-VENV = CORPUS / ".venv"
 REQUIREMENTS = CORPUS / "requirements.txt"
-VENV_STAMP = VENV / "requirements.sha256"
+TORCH = re.search(r"^torch==(\S+)$", REQUIREMENTS.read_text(), re.MULTILINE).group(1)  # type: ignore[union-attr]
+VENVS = {TORCH: CORPUS / ".venv", "2.14.1": CORPUS / ".venv-torch2.14"}  # truth is collected on each
+VENV = VENVS[TORCH]  # the one this run collects with (--torch)
+FIGURES = CORPUS / "figures.json"
 MODEL_TIMEOUT = 600  # seconds per model (eager + compiled run, including imports)
+BATCH = 8  # runs of one package collected in one child process (imports once), each after a dynamo reset
 RECOMPILE_LIMIT = 64  # default 8: loops over layers/solver steps must keep compiling so later breaks are seen
 FRAME_SKIP_SLACK = 2  # Dynamo may blame a frame skip up to this many lines after its cause
+CLEAN_NOISE_PER = 20  # noise is stated as GB-predicting findings per this many clean models
 
 Site = tuple[str, int]  # (file relative to site-packages, line)
 
@@ -48,31 +56,73 @@ Site = tuple[str, int]  # (file relative to site-packages, line)
 # --- environment ---------------------------------------------------------------------------------------------
 
 
-def venv_python() -> Path:
-    return VENV / "bin" / "python"
+def venv_python(venv: Path = VENV) -> Path:
+    return venv / "bin" / "python"
 
 
 def requirements_hash() -> str:
     return hashlib.sha256(REQUIREMENTS.read_bytes()).hexdigest()
 
 
-def ensure_venv() -> None:
-    """Create the corpus venv once (again when requirements.txt changes)."""
-    if VENV_STAMP.exists() and VENV_STAMP.read_text() == requirements_hash():
-        return
-    print(f"building the corpus venv in {VENV.relative_to(ROOT)} (a few minutes, once)", flush=True)
-    subprocess.run([sys.executable, "-m", "venv", "--clear", str(VENV)], check=True)
-    pip = [str(venv_python()), "-m", "pip", "install", "-q"]
-    subprocess.run([*pip, "-r", str(REQUIREMENTS)], check=True)
+def ensure_venv(torch_version: str = TORCH) -> Path:
+    """Create the corpus venv for `torch_version` once (again when requirements.txt changes); its folder."""
+    venv = VENVS[torch_version]
+    stamp = venv / "requirements.sha256"
+    if stamp.exists() and stamp.read_text() == requirements_hash():
+        return venv
+    print(f"building the corpus venv in {venv.relative_to(ROOT)} (a few minutes, once)", flush=True)
+    subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
+    pinned = REQUIREMENTS.read_text().replace(f"torch=={TORCH}\n", f"torch=={torch_version}\n")
+    if torch_version != TORCH:  # another torch brings its own triton and CUDA libraries
+        pinned = "\n".join(line for line in pinned.splitlines() if not line.startswith(("triton==", "nvidia-")))
+    with tempfile.NamedTemporaryFile("w", suffix=".txt") as requirements:
+        requirements.write(pinned)
+        requirements.flush()
+        pip = [str(venv_python(venv)), "-m", "pip", "install", "-q"]
+        subprocess.run([*pip, "-r", requirements.name], check=True)
     subprocess.run([*pip, "--no-deps", "-e", str(ROOT)], check=True)
-    VENV_STAMP.write_text(requirements_hash())
+    stamp.write_text(requirements_hash())
+    return venv
 
 
 def in_venv() -> bool:
-    return Path(sys.prefix).resolve() == VENV.resolve()
+    return any(Path(sys.prefix).resolve() == venv.resolve() for venv in VENVS.values())
+
+
+@cache
+def packages() -> dict[str, str]:
+    """import package -> distribution (bench/corpus/packages.py; no torch needed)."""
+    sys.path.insert(0, str(CORPUS))
+    from packages import PACKAGES
+
+    return dict(PACKAGES)
+
+
+def pinned_versions() -> dict[str, str]:
+    """distribution -> version pinned in requirements.txt (names compared normalised)."""
+    pins = {}
+    for line in REQUIREMENTS.read_text().splitlines():
+        name, sep, version = line.partition("==")
+        if sep and not line.startswith("#"):
+            pins[normalised(name)] = version.strip()
+    return pins
+
+
+def normalised(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def install_sources(target: Path) -> None:
+    """The corpus packages' source only (no dependencies, no torch) into `target`, as pinned."""
+    pins = pinned_versions()
+    wanted = [f"{dist}=={pins[normalised(dist)]}" for dist in packages().values()]
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), *wanted],
+                   check=True)  # fmt: skip
 
 
 # --- corpus sources --------------------------------------------------------------------------------------------
+
+SOURCES: list[Path] = []  # set by --sources: read the packages from there instead of the running site-packages
 
 
 @cache
@@ -85,6 +135,8 @@ def corpus_models() -> Any:
 
 @cache
 def site_packages() -> Path:
+    if SOURCES:
+        return SOURCES[0].resolve()
     import sysconfig
 
     return Path(sysconfig.get_paths()["purelib"]).resolve()
@@ -94,15 +146,22 @@ def site_packages() -> Path:
 def source_roots() -> dict[str, Path]:
     """import package -> its folder (or single module file) in site-packages."""
     roots = {}
-    for package in corpus_models().PACKAGES:
+    for package in packages():
         folder = site_packages() / package
         roots[package] = folder if folder.is_dir() else folder.with_suffix(".py")
     return roots
 
 
+def package_versions() -> dict[str, str]:
+    """distribution -> installed version (of the venv, or of the --sources folder)."""
+    path = [str(site_packages())] if SOURCES else sys.path
+    found = {normalised(d.metadata["Name"]): d.version for d in importlib.metadata.distributions(path=path)}
+    return {dist: found.get(normalised(dist), "absent") for dist in packages().values()}
+
+
 def versions() -> dict[str, str]:
-    packages = {dist: importlib.metadata.version(dist) for dist in corpus_models().PACKAGES.values()}
-    return {"python": platform.python_version(), "torch": importlib.metadata.version("torch"), **packages}
+    """What the truth depends on: Python, torch and every corpus package."""
+    return {"python": platform.python_version(), "torch": importlib.metadata.version("torch"), **package_versions()}
 
 
 def relative(path: str) -> str | None:
@@ -195,6 +254,7 @@ def collect_one(name: str, out: Path) -> None:
     def save() -> None:
         out.write_text(json.dumps(result))
 
+    torch._dynamo.reset()
     try:
         targets = targets_from_factory(model.factory)  # built untraced: only the calls count as "ran"
         ran = traced_lines(lambda: run_all(targets, lambda target: target.fn), wanted)
@@ -227,6 +287,9 @@ def collect_one(name: str, out: Path) -> None:
             run_all(targets_from_factory(model.factory), lambda target: compiled(target, "eager"))
         except Exception:
             result.update(status="compile-error", error=traceback.format_exc(limit=-3))
+        finally:
+            for logger in BREAK_LOGGERS:
+                logging.getLogger(logger).removeHandler(unparsed)
     for brk in log.breaks:
         frame = brk.innermost(wanted)
         record = {"gb_code": brk.gb_code, "gb_type": brk.gb_type, "frame_skip": brk.frame_skip}
@@ -240,57 +303,121 @@ def collect_one(name: str, out: Path) -> None:
     save()
 
 
-def collect(name: str) -> dict[str, Any]:
-    """Run collect_one(name) in a child process; a timeout or crash is a result too."""
+def collect_batch(names: list[str], out: Path) -> None:
+    """Child process: collect_one for each name in turn (imports paid once), each into out/<name>.json."""
+    for name in names:
+        collect_one(name, out / f"{name}.json")
+
+
+def collect(names: list[str]) -> dict[str, dict[str, Any]]:
+    """Run collect_batch(names) in a child process. If it times out or crashes, the runs it did not finish are
+    collected again one per process; a single run that times out or crashes is a result too."""
     started = time.perf_counter()
+    results: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory() as scratch:
-        out = Path(scratch) / "truth.json"
-        command = [sys.executable, __file__, "--collect-one", name, str(out)]
+        command = [sys.executable, __file__, "--collect", ",".join(names), scratch]
+        failure: dict[str, Any] = {}
         try:
             child = subprocess.run(
-                command, capture_output=True, text=True, timeout=MODEL_TIMEOUT, stdin=subprocess.DEVNULL
+                command, capture_output=True, text=True, timeout=MODEL_TIMEOUT * len(names), stdin=subprocess.DEVNULL
             )
-            if out.exists():
-                result: dict[str, Any] = json.loads(out.read_text())
-            else:
+            if child.returncode != 0:
                 tail = (child.stderr or child.stdout).strip().splitlines()[-5:]
-                result = {"status": "crash", "error": f"exit {child.returncode}: " + "\n".join(tail)}
+                failure = {"status": "crash", "error": f"exit {child.returncode}: " + "\n".join(tail)}
         except subprocess.TimeoutExpired:
-            result = {"status": "timeout", "error": f"over {MODEL_TIMEOUT} s"}
-    result.setdefault("package", corpus_models().MODELS[name].package)
-    result["seconds"] = round(time.perf_counter() - started, 1)
-    return result
+            failure = {"status": "timeout", "error": f"over {MODEL_TIMEOUT} s"}
+        for name in names:
+            out = Path(scratch) / f"{name}.json"
+            if out.exists():
+                results[name] = json.loads(out.read_text())
+    unfinished = [name for name in names if name not in results]
+    if unfinished and len(names) > 1:
+        for name in unfinished:
+            results.update(collect([name]))
+    elif unfinished:
+        results[names[0]] = {"package": corpus_models().MODELS[names[0]].package, **failure}
+        results[names[0]]["seconds"] = round(time.perf_counter() - started, 1)
+    for name in names:
+        results[name].setdefault("seconds", round((time.perf_counter() - started) / len(names), 1))
+    return results
 
 
-def truth_path() -> Path:
-    return CORPUS / f"truth-torch{importlib.metadata.version('torch').split('+')[0]}.json"
+def truth_dir(torch_version: str) -> Path:
+    return CORPUS / f"truth-torch{torch_version.split('+')[0]}"
 
 
-def load_truth(refresh: bool) -> dict[str, Any]:
-    """The cached truth, collecting models that are missing (all of them with `refresh`)."""
-    path = truth_path()
+def truth_versions() -> list[str]:
+    """The torch versions with committed truth, oldest first."""
+    found = [path.name.removeprefix("truth-torch") for path in CORPUS.glob("truth-torch*") if path.is_dir()]
+    return sorted(found, key=lambda version: tuple(int(part) for part in version.split(".")))
+
+
+def read_truth(torch_version: str) -> dict[str, Any]:
+    """Committed truth of one torch version: {"versions": {package: {...}}, "models": {run: entry}}."""
+    truth: dict[str, Any] = {"torch": torch_version, "versions": {}, "models": {}}
+    for path in sorted(truth_dir(torch_version).glob("*.json")):
+        document = json.loads(path.read_text())
+        truth["versions"][path.stem] = document["versions"]
+        truth["models"].update(document["runs"])
+    return truth
+
+
+def write_truth(torch_version: str, package: str, package_versions: dict[str, str], runs: dict[str, Any]) -> None:
+    folder = truth_dir(torch_version)
+    folder.mkdir(exist_ok=True)
+    document = {"versions": package_versions, "runs": dict(sorted(runs.items()))}
+    (folder / f"{package}.json").write_text(json.dumps(document, indent=1, sort_keys=True) + "\n")
+
+
+def load_truth(refresh: bool, jobs: int) -> dict[str, Any]:
+    """The committed truth for the installed torch, collecting runs that are missing (all with `refresh`), a batch
+    of runs of one package per child process, `jobs` at a time; each package's file is written as its batches end."""
     current = versions()
-    truth: dict[str, Any] = {"versions": current, "models": {}}
-    if path.exists() and not refresh:
-        truth = json.loads(path.read_text())
-        if truth["versions"] != current:
-            sys.exit(
-                f"{path.name} was collected with other versions than the corpus venv has: run with --refresh-truth"
-            )
-    names = list(corpus_models().MODELS)
-    truth["models"] = {name: truth["models"][name] for name in names if name in truth["models"]}
-    missing = [name for name in names if name not in truth["models"]]
-    for index, name in enumerate(missing, 1):
-        print(f"truth [{index}/{len(missing)}] {name} ...", end=" ", flush=True)
-        truth["models"][name] = collect(name)
-        entry = truth["models"][name]
-        print(f"{entry['status']}, {len(entry.get('breaks', []))} breaks, {entry['seconds']} s", flush=True)
-        path.write_text(json.dumps(truth, indent=1, sort_keys=True) + "\n")
-    truth["models"] = {name: truth["models"][name] for name in names}
+    torch_version = current["torch"].split("+")[0]
+    truth = read_truth(torch_version)
+    wanted = {"python": current["python"], "torch": current["torch"]}
+    by_package: dict[str, list[str]] = defaultdict(list)
+    for name, model in corpus_models().MODELS.items():
+        by_package[model.package].append(name)
+    runs: dict[str, dict[str, Any]] = {}
+    batches = []
+    for package, names in by_package.items():
+        package_versions = {**wanted, packages()[package]: current[packages()[package]]}
+        stale = truth["versions"].get(package, package_versions) != package_versions
+        if stale and not refresh:
+            sys.exit(f"truth of {package} was collected with other versions than installed: run with --refresh-truth")
+        kept = {} if refresh else {n: truth["models"][n] for n in names if n in truth["models"]}
+        runs[package] = kept
+        missing = [name for name in names if name not in kept]
+        batches += [(package, missing[i : i + BATCH]) for i in range(0, len(missing), BATCH)]
+    lock = threading.Lock()
+    total = sum(len(names) for _, names in batches)
+    done = [0]
+
+    def run(batch: tuple[str, list[str]]) -> None:
+        package, names = batch
+        results = collect(names)
+        with lock:
+            runs[package].update(results)
+            package_versions = {**wanted, packages()[package]: current[packages()[package]]}
+            write_truth(torch_version, package, package_versions, runs[package])
+            for name in names:
+                done[0] += 1
+                entry = results[name]
+                print(f"truth [{done[0]}/{total}] {name}: {entry['status']}, {len(entry.get('breaks', []))} breaks, "
+                      f"{entry['seconds']} s", flush=True)  # fmt: skip
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        list(pool.map(run, batches))
+    truth = read_truth(torch_version)
+    truth["models"] = {name: truth["models"][name] for name in corpus_models().MODELS}
     return truth
 
 
 # --- prediction ------------------------------------------------------------------------------------------------
+
+
+LINT_ERRORS: dict[str, str] = {}  # package -> compile-lint's error, when it failed on that package
 
 
 @dataclass(frozen=True)
@@ -306,17 +433,23 @@ def lint(root: Path) -> list[dict[str, Any]]:
     command = [sys.executable, "-m", "compile_lint", "--format", "json", "--no-cache", "--exit-zero", str(root)]
     command.append(str(CORPUS / "models.py"))
     done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
-    if done.returncode != 0:
-        sys.exit(f"compile-lint failed on {root.name} (exit {done.returncode}):\n{done.stderr.strip()}")
+    if done.returncode != 0:  # reported with the figures; the package's sites count as missed
+        error = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else f"exit {done.returncode}"
+        LINT_ERRORS[package_of(root.name)] = error
+        print(f"compile-lint failed on {root.name}: {error}", flush=True)
+        return []
     findings: list[dict[str, Any]] = json.loads(done.stdout)["findings"]
     return findings
 
 
-def predict() -> list[Prediction]:
+def predict(jobs: int) -> list[Prediction]:
     """Each package linted on its own with the corpus factories, as its user would lint their code with it;
-    one process per core, the largest first."""
+    `jobs` processes, the largest package first."""
+    missing = [package for package, root in source_roots().items() if not root.exists()]
+    if missing:
+        sys.exit(f"corpus packages not found in {site_packages()}: {', '.join(missing)}")
     roots = sorted(source_roots().values(), key=lambda root: -sum(1 for _ in root.rglob("*.py")))
-    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
         findings = [finding for found in pool.map(lint, roots) for finding in found]
     predictions = []
     for finding in findings:
@@ -352,20 +485,31 @@ def break_sites(truth: dict[str, Any]) -> dict[Site, BreakSite]:
     return dict(sites)
 
 
+def traced_by(entry: dict[str, Any]) -> dict[str, set[int]]:
+    """Lines Dynamo traced in one run: those that ran eagerly, less the functions Dynamo gave up on (a frame skip
+    runs the whole function eagerly); nothing for a run whose compiled run did not complete (Dynamo may never have
+    seen its lines)."""
+    if entry["status"] != "ok":
+        return {}
+    skipped: dict[str, set[int]] = defaultdict(set)
+    for brk in entry.get("breaks", []):
+        if brk["frame_skip"]:
+            skipped[brk["file"]] |= function_lines(brk["file"], brk["line"])
+    return {file: expand(ranges) - skipped[file] for file, ranges in entry.get("ran", {}).items()}
+
+
 def ran_lines(truth: dict[str, Any]) -> dict[str, set[int]]:
-    """Lines Dynamo traced: those that ran eagerly in models whose compiled run completed (elsewhere Dynamo may
-    never have seen them), less the functions Dynamo gave up on (a frame skip runs the whole function eagerly)."""
+    """Lines Dynamo traced in any run."""
     ran: dict[str, set[int]] = defaultdict(set)
     for entry in truth["models"].values():
-        if entry["status"] != "ok":
-            continue
-        skipped: dict[str, set[int]] = defaultdict(set)
-        for brk in entry.get("breaks", []):
-            if brk["frame_skip"]:
-                skipped[brk["file"]] |= function_lines(brk["file"], brk["line"])
-        for file, ranges in entry.get("ran", {}).items():
-            ran[file] |= expand(ranges) - skipped[file]
+        for file, lines in traced_by(entry).items():
+            ran[file] |= lines
     return ran
+
+
+def clean(entry: dict[str, Any]) -> bool:
+    """A run whose compiled run completed without a single graph break."""
+    return entry["status"] == "ok" and not entry.get("breaks") and not entry.get("unattributed")
 
 
 @cache
@@ -400,12 +544,14 @@ def ratio(part: int, whole: int) -> float | None:
 class Score:
     models: int = 0
     failed: int = 0
+    clean_models: int = 0
     sites: int = 0
     found: int = 0
     gb_agree: int = 0
     on_ran: int = 0
     on_ran_broke: int = 0
     never_ran: int = 0
+    clean_findings: int = 0  # GB-predicting findings on lines a clean model ran, counted once per clean model
 
     def figures(self) -> dict[str, Any]:
         return {
@@ -413,14 +559,32 @@ class Score:
             "recall": ratio(self.found, self.sites),
             "precision_on_ran": ratio(self.on_ran_broke, self.on_ran),
             "gb_agreement": ratio(self.gb_agree, self.found),
+            f"clean_findings_per_{CLEAN_NOISE_PER}": (
+                round(CLEAN_NOISE_PER * self.clean_findings / self.clean_models, 2) if self.clean_models else None
+            ),
         }
+
+
+@dataclass
+class RuleScore:
+    findings: int = 0
+    predicts_break: bool = False
+    on_ran: int = 0
+    on_ran_broke: int = 0
+    on_clean: int = 0  # distinct findings on lines that a clean model ran
+    never_ran: int = 0
+
+    def figures(self) -> dict[str, Any]:
+        return {**self.__dict__, "precision_on_ran": ratio(self.on_ran_broke, self.on_ran)}
 
 
 @dataclass
 class Evaluation:
     scores: dict[str, Score]
+    rules: dict[str, RuleScore]
     missed: list[tuple[Site, BreakSite]]
     false_positives: list[Prediction]
+    clean_noise: list[tuple[Prediction, list[str]]]
     failures: dict[str, dict[str, Any]]
 
 
@@ -430,10 +594,20 @@ def evaluate(truth: dict[str, Any], predictions: list[Prediction]) -> Evaluation
     by_file: dict[str, list[Prediction]] = defaultdict(list)
     for prediction in predictions:
         by_file[prediction.file].append(prediction)
+    sites_by_file: dict[str, list[tuple[Site, BreakSite]]] = defaultdict(list)
+    for site, info in sites.items():
+        sites_by_file[site[0]].append((site, info))
     scores: dict[str, Score] = defaultdict(Score)
-    for entry in truth["models"].values():
-        scores[entry["package"]].models += 1
-        scores[entry["package"]].failed += entry["status"] != "ok"
+    clean_ran: dict[str, dict[int, list[str]]] = defaultdict(lambda: defaultdict(list))  # file -> line -> clean runs
+    for name, entry in truth["models"].items():
+        score = scores[entry["package"]]
+        score.models += 1
+        score.failed += entry["status"] != "ok"
+        if clean(entry):
+            score.clean_models += 1
+            for file, lines in traced_by(entry).items():
+                for line in lines:
+                    clean_ran[file][line].append(name)
     missed = []
     for site, info in sorted(sites.items()):
         score = scores[package_of(site[0])]
@@ -443,21 +617,41 @@ def evaluate(truth: dict[str, Any], predictions: list[Prediction]) -> Evaluation
         score.gb_agree += any(info.gb_codes & set(p.gb_codes) for p in hits)
         if not hits:
             missed.append((site, info))
+    rules: dict[str, RuleScore] = defaultdict(RuleScore)
     false_positives = []
+    clean_noise = []
     for prediction in predictions:
+        rule = rules[prediction.code]
+        rule.findings += 1
         if not prediction.gb_codes:
             continue  # predicts no break (a recompile, a numpy result that differs): not a break prediction
+        rule.predicts_break = True
         score = scores[package_of(prediction.file)]
+        noisy = clean_ran.get(prediction.file, {}).get(prediction.line, [])
+        if noisy:
+            rule.on_clean += 1
+            score.clean_findings += len(noisy)
+            clean_noise.append((prediction, noisy))
         if prediction.line not in ran.get(prediction.file, ()):
             score.never_ran += 1
+            rule.never_ran += 1
             continue
         score.on_ran += 1
-        broke = any(explains(prediction, site, info) for site, info in sites.items() if site[0] == prediction.file)
+        rule.on_ran += 1
+        broke = any(explains(prediction, site, info) for site, info in sites_by_file[prediction.file])
         score.on_ran_broke += broke
+        rule.on_ran_broke += broke
         if not broke:
             false_positives.append(prediction)
     failures = {name: entry for name, entry in truth["models"].items() if entry["status"] != "ok"}
-    return Evaluation(dict(scores), missed, sorted(false_positives, key=lambda p: (p.file, p.line)), failures)
+    return Evaluation(
+        dict(scores),
+        dict(sorted(rules.items())),
+        missed,
+        sorted(false_positives, key=lambda p: (p.file, p.line)),
+        sorted(clean_noise, key=lambda item: (item[0].file, item[0].line)),
+        failures,
+    )
 
 
 def overall(scores: dict[str, Score]) -> Score:
@@ -468,6 +662,18 @@ def overall(scores: dict[str, Score]) -> Score:
     return total
 
 
+def figures(evaluation: Evaluation, truth: dict[str, Any]) -> dict[str, Any]:
+    """What --json writes and the ratchet compares: overall, per package, per rule."""
+    return {
+        "torch": truth["torch"],
+        "overall": overall(evaluation.scores).figures(),
+        "packages": {package: score.figures() for package, score in sorted(evaluation.scores.items())},
+        "rules": {code: rule.figures() for code, rule in evaluation.rules.items()},
+        "failed_models": {name: entry["status"] for name, entry in sorted(evaluation.failures.items())},
+        "lint_errors": dict(sorted(LINT_ERRORS.items())),
+    }
+
+
 # --- report ----------------------------------------------------------------------------------------------------
 
 
@@ -476,17 +682,28 @@ def percent(value: float | None) -> str:
 
 
 def print_table(scores: dict[str, Score]) -> None:
-    header = f"{'package':<30}{'models':>7}{'failed':>7}{'sites':>6}{'found':>6}{'recall':>7}{'GB ok':>6}"
-    header += f"{'on ran':>7}{'broke':>6}{'prec.':>6}{'never ran':>10}"
+    header = f"{'package':<30}{'runs':>5}{'failed':>7}{'clean':>6}{'sites':>6}{'found':>6}{'recall':>7}{'GB ok':>6}"
+    header += f"{'on ran':>7}{'broke':>6}{'prec.':>6}{'never ran':>10}{f'noise/{CLEAN_NOISE_PER}':>9}"
     print(header)
     rows = [*sorted(scores.items()), ("ALL", overall(scores))]
     for package, score in rows:
         f = score.figures()
+        noise = f[f"clean_findings_per_{CLEAN_NOISE_PER}"]
         print(
-            f"{package:<30}{score.models:>7}{score.failed:>7}{score.sites:>6}{score.found:>6}{percent(f['recall']):>7}"
-            f"{score.gb_agree:>6}{score.on_ran:>7}{score.on_ran_broke:>6}{percent(f['precision_on_ran']):>6}"
-            f"{score.never_ran:>10}"
+            f"{package:<30}{score.models:>5}{score.failed:>7}{score.clean_models:>6}{score.sites:>6}{score.found:>6}"
+            f"{percent(f['recall']):>7}{score.gb_agree:>6}{score.on_ran:>7}{score.on_ran_broke:>6}"
+            f"{percent(f['precision_on_ran']):>6}{score.never_ran:>10}{'-' if noise is None else noise:>9}"
         )
+
+
+def print_rules(rules: dict[str, RuleScore]) -> None:
+    print(f"\n{'rule':<8}{'findings':>9}{'on ran':>7}{'broke':>6}{'prec.':>6}{'on clean':>9}{'never ran':>10}")
+    for code, rule in rules.items():
+        if not rule.predicts_break:
+            print(f"{code:<8}{rule.findings:>9}   (predicts no graph break: recompile, correctness or fix advice)")
+            continue
+        print(f"{code:<8}{rule.findings:>9}{rule.on_ran:>7}{rule.on_ran_broke:>6}"
+              f"{percent(rule.figures()['precision_on_ran']):>6}{rule.on_clean:>9}{rule.never_ran:>10}")  # fmt: skip
 
 
 def source_line(file: str, line: int) -> str:
@@ -499,11 +716,16 @@ def print_details(evaluation: Evaluation) -> None:
     for (file, line), info in evaluation.missed:
         skip = " frame-skip" if info.frame_skip else ""
         print(f"  {file}:{line}  {','.join(sorted(info.gb_codes))}{skip}  {' | '.join(sorted(info.gb_types))}")
-        functions, models = ", ".join(sorted(info.functions)), ", ".join(sorted(info.models))
-        print(f"      in {functions or '?'}: {source_line(file, line)}    [{models}]")
+        functions, models = ", ".join(sorted(info.functions)), ", ".join(sorted(info.models)[:4])
+        more = f" +{len(info.models) - 4}" if len(info.models) > 4 else ""
+        print(f"      in {functions or '?'}: {source_line(file, line)}    [{models}{more}]")
     print(f"\nfalse positives on lines that ran ({len(evaluation.false_positives)}):")
     for p in evaluation.false_positives:
         print(f"  {p.file}:{p.line}  {p.code} ({','.join(p.gb_codes)})  {source_line(p.file, p.line)}")
+    print(f"\nGB-predicting findings on lines that clean models ran ({len(evaluation.clean_noise)}):")
+    for p, names in evaluation.clean_noise:
+        runs = ", ".join(names[:3]) + (f" +{len(names) - 3}" if len(names) > 3 else "")
+        print(f"  {p.file}:{p.line}  {p.code}  {source_line(p.file, p.line)}    [{runs}]")
 
 
 def print_failures(failures: dict[str, dict[str, Any]]) -> None:
@@ -511,35 +733,80 @@ def print_failures(failures: dict[str, dict[str, Any]]) -> None:
         print(f"model {name}: {entry['status']}: {entry['error'].strip().splitlines()[-1] if entry['error'] else ''}")
 
 
+def check_sources(truth: dict[str, Any]) -> None:
+    """The packages in --sources must be the versions the truth was collected on (the lines must match)."""
+    installed = package_versions()
+    for package, recorded in truth["versions"].items():
+        dist = packages()[package]
+        if recorded.get(dist) != installed[dist]:
+            sys.exit(
+                f"{dist} {installed[dist]} in {site_packages()}, but the truth is of {recorded.get(dist)}: "
+                "run `python bench/accuracy.py --install-sources DIR` into an empty folder"
+            )
+
+
+def report(truth: dict[str, Any], predictions: list[Prediction], args: argparse.Namespace) -> dict[str, Any]:
+    evaluation = evaluate(truth, predictions)
+    print(f"\ntorch {truth['torch']}: {len(truth['models'])} runs")
+    print_failures(evaluation.failures)
+    for package, error in LINT_ERRORS.items():
+        print(f"package {package}: compile-lint failed ({error}): its break sites count as missed")
+    print_table(evaluation.scores)
+    if args.rules:
+        print_rules(evaluation.rules)
+    if args.details:
+        print_details(evaluation)
+    return figures(evaluation, truth)
+
+
+def score_sources(sources: Path, jobs: int) -> dict[str, dict[str, Any]]:
+    """torch version -> figures of the committed truth, the packages' source read from `sources` (no torch)."""
+    SOURCES[:] = [sources]
+    truths = [read_truth(version) for version in truth_versions()]
+    for truth in truths:
+        check_sources(truth)
+    predictions = predict(jobs)
+    return {truth["torch"]: figures(evaluate(truth, predictions), truth) for truth in truths}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--refresh-truth", action="store_true", help="re-collect the truth of every model")
     parser.add_argument("--details", action="store_true", help="list every missed break site and false positive")
+    parser.add_argument("--rules", action="store_true", help="figures per rule")
     parser.add_argument("--json", type=Path, metavar="PATH", help="write the figures to PATH")
-    parser.add_argument("--collect-one", nargs=2, metavar=("MODEL", "OUT"), help=argparse.SUPPRESS)
+    parser.add_argument("--torch", choices=sorted(VENVS), default=TORCH, help=f"collect on this torch ({TORCH})")
+    parser.add_argument("-j", "--jobs", type=int, default=2, help="child processes for truth and lint (default 2)")
+    parser.add_argument(
+        "--sources", type=Path, metavar="DIR", help="score the committed truth of every torch version, reading the "
+        "packages' source from DIR (no torch, no venv)"
+    )  # fmt: skip
+    parser.add_argument("--install-sources", type=Path, metavar="DIR", help="pip install the pinned packages' "
+                        "source (no dependencies) into DIR, then exit")  # fmt: skip
+    parser.add_argument("--collect", nargs=2, metavar=("MODELS", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if not in_venv():
-        ensure_venv()
-        os.execv(venv_python(), [str(venv_python()), __file__, *sys.argv[1:]])
-    if args.collect_one:
-        collect_one(args.collect_one[0], Path(args.collect_one[1]))
+    if args.install_sources:
+        install_sources(args.install_sources)
         return
-    truth = load_truth(args.refresh_truth)
+    if args.sources:
+        SOURCES[:] = [args.sources]
+        truths = [read_truth(version) for version in truth_versions()]
+        for truth in truths:
+            check_sources(truth)
+    else:
+        if not in_venv():
+            python = venv_python(ensure_venv(args.torch))
+            os.execv(python, [str(python), __file__, *sys.argv[1:]])
+        if args.collect:
+            collect_batch(args.collect[0].split(","), Path(args.collect[1]))
+            return
+        truths = [load_truth(args.refresh_truth, args.jobs)]
     started = time.perf_counter()
-    predictions = predict()
-    linted = time.perf_counter()
-    evaluation = evaluate(truth, predictions)
-    print(f"corpus: {len(truth['models'])} models, torch {truth['versions']['torch']}; lint {linted - started:.0f} s, "
-          f"scoring {time.perf_counter() - linted:.1f} s")  # fmt: skip
-    print_failures(evaluation.failures)
-    print_table(evaluation.scores)
-    if args.details:
-        print_details(evaluation)
+    predictions = predict(args.jobs)
+    print(f"lint {time.perf_counter() - started:.0f} s ({len(predictions)} findings in corpus packages)")
+    document = {truth["torch"]: report(truth, predictions, args) for truth in truths}
     if args.json:
-        figures = {package: score.figures() for package, score in sorted(evaluation.scores.items())}
-        document = {"versions": truth["versions"], "overall": overall(evaluation.scores).figures(), "packages": figures}
-        document["failed_models"] = {name: entry["status"] for name, entry in evaluation.failures.items()}
-        args.json.write_text(json.dumps(document, indent=2) + "\n")
+        args.json.write_text(json.dumps(document, indent=1) + "\n")
 
 
 if __name__ == "__main__":

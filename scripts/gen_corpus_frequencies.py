@@ -11,21 +11,22 @@ import json
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-TRUTH = ROOT / "bench" / "corpus" / "truth-torch2.13.0.json"
+TRUTH = ROOT / "bench" / "corpus" / "truth-torch2.13.0"  # one file per package
 TARGET = ROOT / "src" / "compile_lint" / "data" / "corpus_breaks.json"
 
 
 def frequencies() -> dict[str, object]:
-    truth = json.loads(TRUTH.read_text(encoding="utf-8"))
+    documents = [json.loads(path.read_text(encoding="utf-8")) for path in sorted(TRUTH.glob("*.json"))]
+    runs = {name: entry for document in documents for name, entry in document["runs"].items()}
     sites: dict[str, set[tuple[str, int]]] = {}
-    for entry in truth["models"].values():
+    for entry in runs.values():
         for brk in entry.get("breaks", []):
             if brk["gb_code"]:
                 sites.setdefault(brk["gb_code"], set()).add((brk["file"], brk["line"]))
     return {
         "source": "bench/corpus/" + TRUTH.name,
-        "torch": truth["versions"]["torch"],
-        "models": len(truth["models"]),
+        "torch": documents[0]["versions"]["torch"],
+        "models": len(runs),
         "sites": {code: len(found) for code, found in sorted(sites.items())},
     }
 

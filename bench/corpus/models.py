@@ -8,35 +8,21 @@ Nothing is downloaded: every model is built from its config with `torch.manual_s
 
 from __future__ import annotations
 
+import json
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
 from torch import nn
 
-Factory = Callable[[], tuple[Any, ...]]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-# import package -> distribution name on PyPI (pinned in requirements.txt)
-PACKAGES = {
-    "x_transformers": "x-transformers",
-    "vector_quantize_pytorch": "vector-quantize-pytorch",
-    "monai": "monai",
-    "torch_geometric": "torch-geometric",
-    "kornia": "kornia",
-    "torchdiffeq": "torchdiffeq",
-    "rtdl_revisiting_models": "rtdl-revisiting-models",
-    "tab_transformer_pytorch": "tab-transformer-pytorch",
-    "neuralop": "neuraloperator",
-    "perceiver_pytorch": "perceiver-pytorch",
-    "local_attention": "local-attention",
-    "rotary_embedding_torch": "rotary-embedding-torch",
-    "nystrom_attention": "nystrom-attention",
-    "linear_attention_transformer": "linear-attention-transformer",
-    "zuko": "zuko",
-    "nflows": "nflows",
-    "pytorch_tabnet": "pytorch-tabnet",
-}
+from packages import PACKAGES  # beside this file, also when models.py is imported from elsewhere
+
+Factory = Callable[[], tuple[Any, ...]]
 
 
 @dataclass(frozen=True)
@@ -717,3 +703,470 @@ def nflows_realnvp_log_prob() -> tuple[Any, ...]:
     torch.manual_seed(0)
     flow = evaluated(SimpleRealNVP(features=4, hidden_features=32, num_layers=2, num_blocks_per_layer=2))
     return flow.log_prob, (torch.randn(8, 4),)
+
+
+# --- transformers: every family of hf_families.json, with the input variants users run -----------------------
+
+
+# Every family runs with a padding mask; the other variants run on every n-th family (of the sorted list), which
+# keeps truth collection near an hour per torch version on 2 cores: families share most of their code (copied from
+# one another) and every generate run goes through the same generation/utils.py.
+TWO_LENGTHS_EVERY, OUTPUTS_EVERY, GENERATE_EVERY = 4, 5, 12
+
+
+def hf_runs(model_type: str, head: str, index: int) -> None:
+    """Register the runs of one family: padding mask (a ModelOutput), two calls with other lengths (automatic
+    dynamic shapes on the second), optional outputs as a tuple, and generate with a kv cache for language models."""
+    import hf_families as hf
+
+    def padded() -> tuple[Any, ...]:
+        return hf.build(model_type, head), (), hf.text_inputs(head)
+
+    def two_lengths() -> list[tuple[Any, ...]]:
+        net = hf.build(model_type, head)
+        return [(net, (), hf.text_inputs(head)), (net, (), hf.text_inputs(head, hf.SECOND_LENGTH))]
+
+    def outputs() -> tuple[Any, ...]:
+        kwargs = {"output_attentions": True, "output_hidden_states": True, "return_dict": False}
+        return hf.build(model_type, head), (), {**hf.text_inputs(head), **kwargs}
+
+    def generate() -> tuple[Any, ...]:
+        net = hf.build(model_type, head)
+        inputs = hf.text_inputs(head)
+        inputs.pop("decoder_input_ids", None)
+        kwargs = {"max_new_tokens": 3, "do_sample": False, "use_cache": True, "pad_token_id": 0}
+        return net.generate, (), {**inputs, **kwargs}
+
+    name = "hf_" + model_type.replace("-", "_")
+    variants: dict[str, Factory] = {"padded": padded}
+    if index % TWO_LENGTHS_EVERY == 0:
+        variants["two_lengths"] = two_lengths
+    if index % OUTPUTS_EVERY == 1:
+        variants["outputs"] = outputs
+    if index % GENERATE_EVERY == 2 and head in ("causal_lm", "seq2seq_lm"):
+        variants["generate"] = generate
+    for variant, factory in variants.items():
+        model(f"{name}_{variant}", "transformers")(factory)
+
+
+def hf_families() -> list[dict[str, str]]:
+    import hf_families as hf
+
+    families: list[dict[str, str]] = json.loads(hf.FAMILIES_FILE.read_text())
+    return families
+
+
+for position, family in enumerate(hf_families()):
+    hf_runs(family["model_type"], family["head"], position)
+
+
+# --- more lucidrains-style transformers and blocks -----------------------------------------------------------
+
+
+@model("reformer_lm", "reformer_pytorch")
+def reformer_lm() -> tuple[Any, ...]:
+    from reformer_pytorch import ReformerLM
+
+    torch.manual_seed(0)
+    net = ReformerLM(num_tokens=256, dim=64, depth=2, max_seq_len=64, heads=4, bucket_size=8, causal=True)
+    return evaluated(net), (tokens(length=64),)
+
+
+@model("performer_lm_masked", "performer_pytorch")
+def performer_lm_masked() -> tuple[Any, ...]:
+    from performer_pytorch import PerformerLM
+
+    torch.manual_seed(0)
+    net = PerformerLM(num_tokens=256, max_seq_len=64, dim=64, depth=2, heads=4, nb_features=16, causal=False)
+    mask = torch.ones(2, 32, dtype=torch.bool)
+    mask[1, 24:] = False
+    return evaluated(net), (tokens(),), {"mask": mask}
+
+
+@model("performer_lm_causal_two_lengths", "performer_pytorch")
+def performer_lm_causal_two_lengths() -> list[tuple[Any, ...]]:
+    from performer_pytorch import PerformerLM
+
+    torch.manual_seed(0)
+    net = evaluated(PerformerLM(num_tokens=256, max_seq_len=64, dim=64, depth=2, heads=4, nb_features=16, causal=True))
+    return [(net, (tokens(),)), (net, (tokens(length=48),))]
+
+
+@model("mlp_mixer_image", "mlp_mixer_pytorch")
+def mlp_mixer_image() -> tuple[Any, ...]:
+    from mlp_mixer_pytorch import MLPMixer
+
+    torch.manual_seed(0)
+    net = MLPMixer(image_size=32, channels=3, patch_size=8, dim=64, depth=2, num_classes=10)
+    return evaluated(net), (torch.randn(2, 3, 32, 32),)
+
+
+@model("gmlp_lm", "g_mlp_pytorch")
+def gmlp_lm() -> tuple[Any, ...]:
+    from g_mlp_pytorch import gMLP
+
+    torch.manual_seed(0)
+    net = gMLP(num_tokens=256, dim=64, depth=2, seq_len=32, circulant_matrix=True)
+    return evaluated(net), (tokens(),)
+
+
+@model("gmlp_vision", "g_mlp_pytorch")
+def gmlp_vision() -> tuple[Any, ...]:
+    from g_mlp_pytorch import gMLPVision
+
+    torch.manual_seed(0)
+    net = gMLPVision(image_size=32, patch_size=8, num_classes=10, dim=64, depth=2)
+    return evaluated(net), (torch.randn(2, 3, 32, 32),)
+
+
+@model("axial_image_transformer", "axial_attention")
+def axial_image_transformer() -> tuple[Any, ...]:
+    from axial_attention import AxialImageTransformer
+
+    torch.manual_seed(0)
+    net = AxialImageTransformer(dim=16, depth=2, reversible=True)
+    return evaluated(net), (torch.randn(1, 16, 8, 8),)
+
+
+@model("axial_attention_positional", "axial_attention")
+def axial_attention_positional() -> tuple[Any, ...]:
+    from axial_attention import AxialAttention, AxialPositionalEmbedding
+
+    torch.manual_seed(0)
+    net = nn.Sequential(
+        AxialPositionalEmbedding(dim=16, shape=(8, 8)),
+        AxialAttention(dim=16, dim_index=1, heads=4, num_dimensions=2),
+    )
+    return evaluated(net), (torch.randn(1, 16, 8, 8),)
+
+
+@model("conformer_masked", "conformer")
+def conformer_masked() -> tuple[Any, ...]:
+    from conformer import Conformer
+
+    torch.manual_seed(0)
+    net = Conformer(dim=64, depth=2, dim_head=16, heads=4, conv_kernel_size=7)
+    return evaluated(net), (torch.randn(2, 32, 64),)
+
+
+@model("conformer_two_lengths", "conformer")
+def conformer_two_lengths() -> list[tuple[Any, ...]]:
+    from conformer import Conformer
+
+    torch.manual_seed(0)
+    net = evaluated(Conformer(dim=64, depth=2, dim_head=16, heads=4, conv_kernel_size=7))
+    return [(net, (torch.randn(2, 32, 64),)), (net, (torch.randn(2, 45, 64),))]
+
+
+@model("egnn_network_masked", "egnn_pytorch")
+def egnn_network_masked() -> tuple[Any, ...]:
+    from egnn_pytorch import EGNN_Network
+
+    torch.manual_seed(0)
+    net = EGNN_Network(num_tokens=21, dim=32, depth=2, num_nearest_neighbors=4, coor_weights_clamp_value=2.0)
+    mask = torch.ones(1, 16, dtype=torch.bool)
+    mask[0, 12:] = False
+    return evaluated(net), (torch.randint(0, 21, (1, 16)), torch.randn(1, 16, 3)), {"mask": mask}
+
+
+@model("egnn_layer", "egnn_pytorch")
+def egnn_layer() -> tuple[Any, ...]:
+    from egnn_pytorch import EGNN
+
+    torch.manual_seed(0)
+    return evaluated(EGNN(dim=16)), (torch.randn(1, 16, 16), torch.randn(1, 16, 3))
+
+
+@model("en_transformer_masked", "en_transformer")
+def en_transformer_masked() -> tuple[Any, ...]:
+    from en_transformer import EnTransformer
+
+    torch.manual_seed(0)
+    net = EnTransformer(dim=64, depth=2, dim_head=32, heads=2, neighbors=8)
+    mask = torch.ones(1, 16, dtype=torch.bool)
+    mask[0, 12:] = False
+    return evaluated(net), (torch.randn(1, 16, 64), torch.randn(1, 16, 3)), {"mask": mask}
+
+
+@model("moe_top2", "mixture_of_experts")
+def moe_top2() -> tuple[Any, ...]:
+    from mixture_of_experts import MoE
+
+    torch.manual_seed(0)
+    return evaluated(MoE(dim=64, num_experts=4)), (torch.randn(2, 32, 64),)
+
+
+@model("st_moe_block", "st_moe_pytorch")
+def st_moe_block() -> tuple[Any, ...]:
+    from st_moe_pytorch import MoE, SparseMoEBlock
+
+    torch.manual_seed(0)
+    moe = MoE(dim=64, num_experts=4, gating_top_n=2, threshold_train=0.2, threshold_eval=0.2)
+    return evaluated(SparseMoEBlock(moe, add_ff_before=True, add_ff_after=True)), (torch.randn(2, 32, 64),)
+
+
+@model("palm_lm", "palm_pytorch")
+def palm_lm() -> tuple[Any, ...]:
+    from palm_pytorch import PaLM
+
+    torch.manual_seed(0)
+    return evaluated(PaLM(num_tokens=256, dim=64, depth=2, heads=4, dim_head=16)), (tokens(),)
+
+
+@model("megabyte_lm", "MEGABYTE_pytorch")
+def megabyte_lm() -> tuple[Any, ...]:
+    from MEGABYTE_pytorch import MEGABYTE
+
+    torch.manual_seed(0)
+    net = MEGABYTE(num_tokens=256, dim=(64, 32), depth=(2, 1), max_seq_len=(16, 4), flash_attn=False)
+    return evaluated(net), (torch.randint(0, 256, (1, 64)),)
+
+
+@model("recurrent_memory_transformer", "recurrent_memory_transformer_pytorch")
+def recurrent_memory_transformer() -> tuple[Any, ...]:
+    from recurrent_memory_transformer_pytorch import RecurrentMemoryTransformer
+
+    torch.manual_seed(0)
+    net = RecurrentMemoryTransformer(
+        num_tokens=256, num_memory_tokens=8, dim=64, depth=2, causal=True, dim_head=16, heads=4, seq_len=32
+    )
+    return evaluated(net), (tokens(),)
+
+
+@model("block_recurrent_transformer", "block_recurrent_transformer_pytorch")
+def block_recurrent_transformer() -> tuple[Any, ...]:
+    from block_recurrent_transformer_pytorch import BlockRecurrentTransformer
+
+    torch.manual_seed(0)
+    net = BlockRecurrentTransformer(
+        num_tokens=256, dim=64, depth=2, dim_head=16, heads=4, max_seq_len=64, block_width=16, num_state_vectors=16,
+        recurrent_layers=(2,),
+    )  # fmt: skip
+    return evaluated(net), (tokens(length=64),)
+
+
+@model("mambapy_two_lengths", "mambapy")
+def mambapy_two_lengths() -> list[tuple[Any, ...]]:
+    from mambapy.mamba import Mamba, MambaConfig
+
+    torch.manual_seed(0)
+    net = evaluated(Mamba(MambaConfig(d_model=32, n_layers=2)))
+    return [(net, (torch.randn(2, 16, 32),)), (net, (torch.randn(2, 23, 32),))]
+
+
+@model("hourglass_lm", "hourglass_transformer_pytorch")
+def hourglass_lm() -> tuple[Any, ...]:
+    from hourglass_transformer_pytorch import HourglassTransformerLM
+
+    torch.manual_seed(0)
+    net = HourglassTransformerLM(
+        num_tokens=256, dim=64, max_seq_len=64, heads=4, dim_head=16, shorten_factor=2, depth=(2, 1, 2)
+    )
+    return evaluated(net), (tokens(),)
+
+
+@model("routing_transformer_lm", "routing_transformer")
+def routing_transformer_lm() -> tuple[Any, ...]:
+    from routing_transformer import RoutingTransformerLM
+
+    torch.manual_seed(0)
+    net = RoutingTransformerLM(num_tokens=256, dim=64, heads=4, depth=2, max_seq_len=64, window_size=16, causal=True)
+    return evaluated(net), (tokens(length=64),)
+
+
+@model("linformer_encoder", "linformer")
+def linformer_encoder() -> tuple[Any, ...]:
+    from linformer import Linformer
+
+    torch.manual_seed(0)
+    return evaluated(Linformer(dim=64, seq_len=64, depth=2, heads=4, k=16)), (torch.randn(2, 64, 64),)
+
+
+@model("product_key_memory", "product_key_memory")
+def product_key_memory() -> tuple[Any, ...]:
+    from product_key_memory import PKM
+
+    torch.manual_seed(0)
+    return evaluated(PKM(dim=64, heads=4, num_keys=16, topk=4)), (torch.randn(2, 32, 64),)
+
+
+@model("axial_positional_embedding", "axial_positional_embedding")
+def axial_positional_embedding() -> tuple[Any, ...]:
+    from axial_positional_embedding import AxialPositionalEmbedding
+
+    torch.manual_seed(0)
+    return evaluated(AxialPositionalEmbedding(dim=64, axial_shape=(8, 8))), (torch.randn(2, 64, 64),)
+
+
+# --- SDEs and controlled differential equations --------------------------------------------------------------
+
+
+class SDE(nn.Module):
+    noise_type = "diagonal"
+    sde_type = "ito"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.drift = nn.Linear(4, 4)
+
+    def f(self, t: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(self.drift(y))
+
+    def g(self, t: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return 0.1 * torch.sigmoid(y)
+
+
+def sde(method: str) -> tuple[Any, ...]:
+    import torchsde
+
+    torch.manual_seed(0)
+    equation = SDE()
+
+    @torch.compile  # what the user compiles: its region reaches the library
+    def solve(y0: torch.Tensor, ts: torch.Tensor) -> torch.Tensor:
+        return torchsde.sdeint(equation, y0, ts, method=method, dt=0.1)  # type: ignore[no-any-return]
+
+    return solve, (torch.randn(3, 4), torch.linspace(0, 0.5, 4))
+
+
+@model("sde_euler", "torchsde")
+def sde_euler() -> tuple[Any, ...]:
+    return sde("euler")
+
+
+@model("sde_milstein", "torchsde")
+def sde_milstein() -> tuple[Any, ...]:
+    return sde("milstein")
+
+
+# --- probabilistic: Gaussian processes, Pyro transforms, normalizing flows ------------------------------------
+
+
+@model("gpytorch_exact_gp_predict", "gpytorch")
+def gpytorch_exact_gp_predict() -> tuple[Any, ...]:
+    import gpytorch
+
+    class GP(gpytorch.models.ExactGP):  # type: ignore[misc]
+        def __init__(self, x: torch.Tensor, y: torch.Tensor, likelihood: Any) -> None:
+            super().__init__(x, y, likelihood)
+            self.mean = gpytorch.means.ConstantMean()
+            self.covar = gpytorch.kernels.ScaleKernel(gpytorch.kernels.RBFKernel())
+
+        def forward(self, x: torch.Tensor) -> Any:
+            return gpytorch.distributions.MultivariateNormal(self.mean(x), self.covar(x))
+
+    torch.manual_seed(0)
+    x = torch.linspace(0, 1, 20)
+    likelihood = gpytorch.likelihoods.GaussianLikelihood()
+    gp = GP(x, torch.sin(6 * x), likelihood).eval()
+    likelihood.eval()
+
+    @torch.compile  # what the user compiles: its region reaches the library
+    def predict(test: torch.Tensor) -> torch.Tensor:
+        return likelihood(gp(test)).mean  # type: ignore[no-any-return]
+
+    return predict, (torch.linspace(0, 1, 7),)
+
+
+@model("gpytorch_kernel_matrix", "gpytorch")
+def gpytorch_kernel_matrix() -> tuple[Any, ...]:
+    import gpytorch
+
+    torch.manual_seed(0)
+    kernel = gpytorch.kernels.ScaleKernel(gpytorch.kernels.MaternKernel(nu=2.5))
+
+    @torch.compile  # what the user compiles: its region reaches the library
+    def gram(x: torch.Tensor) -> torch.Tensor:
+        return kernel(x).to_dense()  # type: ignore[no-any-return]
+
+    return gram, (torch.randn(10, 3),)
+
+
+@model("pyro_spline_coupling_log_prob", "pyro")
+def pyro_spline_coupling_log_prob() -> tuple[Any, ...]:
+    import pyro.distributions as dist
+    import pyro.distributions.transforms as T
+
+    torch.manual_seed(0)
+    base = dist.Normal(torch.zeros(4), torch.ones(4))
+    transform = T.spline_coupling(4, count_bins=8)
+    flow = dist.TransformedDistribution(base, [transform])
+
+    @torch.compile  # what the user compiles: its region reaches the library
+    def log_prob(x: torch.Tensor) -> torch.Tensor:
+        return flow.log_prob(x)  # type: ignore[no-any-return]
+
+    return log_prob, (torch.randn(8, 4),)
+
+
+@model("pyro_affine_autoregressive_sample", "pyro")
+def pyro_affine_autoregressive_sample() -> tuple[Any, ...]:
+    import pyro.distributions as dist
+    import pyro.distributions.transforms as T
+
+    torch.manual_seed(0)
+    base = dist.Normal(torch.zeros(4), torch.ones(4))
+    flow = dist.TransformedDistribution(base, [T.affine_autoregressive(4, hidden_dims=[16])])
+
+    @torch.compile  # what the user compiles: its region reaches the library
+    def sample(x: torch.Tensor) -> torch.Tensor:
+        return flow.log_prob(x)  # type: ignore[no-any-return]
+
+    return sample, (torch.randn(8, 4),)
+
+
+@model("normflows_realnvp_log_prob", "normflows")
+def normflows_realnvp_log_prob() -> tuple[Any, ...]:
+    import normflows as nf
+
+    torch.manual_seed(0)
+    flows = []
+    for index in range(2):
+        net = nf.nets.MLP([2, 16, 2], init_zeros=True)
+        mask = torch.tensor([index % 2, (index + 1) % 2], dtype=torch.float)
+        flows += [nf.flows.MaskedAffineFlow(mask, t=net, s=None), nf.flows.ActNorm(2)]
+    flow = nf.NormalizingFlow(nf.distributions.DiagGaussian(2), flows).eval()
+    return flow.log_prob, (torch.randn(8, 2),)
+
+
+@model("normflows_neural_spline_sample", "normflows")
+def normflows_neural_spline_sample() -> tuple[Any, ...]:
+    import normflows as nf
+
+    torch.manual_seed(0)
+    flows = [nf.flows.AutoregressiveRationalQuadraticSpline(2, 1, 16) for _ in range(2)]
+    flow = nf.NormalizingFlow(nf.distributions.DiagGaussian(2), flows).eval()
+    return flow.forward_kld, (torch.randn(8, 2),)
+
+
+# --- transformers add-ons: LoRA adapters, sentence embeddings ------------------------------------------------
+
+
+@model("peft_lora_llama", "peft")
+def peft_lora_llama() -> tuple[Any, ...]:
+    import hf_families as hf
+    from peft import LoraConfig, get_peft_model
+
+    net = get_peft_model(hf.build("llama", "causal_lm"), LoraConfig(r=4, target_modules=["q_proj", "v_proj"]))
+    return evaluated(net), (), hf.text_inputs("causal_lm")
+
+
+@model("peft_lora_bert_two_lengths", "peft")
+def peft_lora_bert_two_lengths() -> list[tuple[Any, ...]]:
+    import hf_families as hf
+    from peft import LoraConfig, get_peft_model
+
+    config = LoraConfig(r=4, target_modules=["query", "value"], lora_dropout=0.1)
+    net = evaluated(get_peft_model(hf.build("bert", "masked_lm"), config))
+    return [(net, (), hf.text_inputs("masked_lm")), (net, (), hf.text_inputs("masked_lm", hf.SECOND_LENGTH))]
+
+
+@model("sentence_pooling_normalize", "sentence_transformers")
+def sentence_pooling_normalize() -> tuple[Any, ...]:
+    from sentence_transformers.models import Dense, Normalize, Pooling
+
+    torch.manual_seed(0)
+    net = nn.Sequential(Pooling(32, pooling_mode="mean"), Dense(32, 16), Normalize())
+    mask = torch.ones(2, 12, dtype=torch.long)
+    mask[1, 8:] = 0
+    return evaluated(net), ({"token_embeddings": torch.randn(2, 12, 32), "attention_mask": mask},)

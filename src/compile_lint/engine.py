@@ -542,6 +542,29 @@ def build_project(paths: list[str], config: Config) -> Project:
     return Project(indexes, options_of(config), unlisted + unreadable_files + errors, load_source)
 
 
+# -- import edges -----------------------------------------------------------------------------------
+def import_edges(items: list[tuple[str, bytes]]) -> Iterator[tuple[str, str]]:
+    """(importer, imported) for each import statement of a file naming another file of `items` (as written
+    at the start of a line: a quick scan of the text, not a parse)."""
+    modules = {module_name(path): path for path, _ in items}
+    for path, data in items:
+        text = data.decode("utf-8", errors="replace")
+        own = module_name(path)
+        for match in IMPORTS.finditer(text):
+            written = match.group(1) or match.group(2)
+            if written.startswith("."):
+                written = relative_module(own, path.endswith("__init__.py"), written)
+            for candidate in prefixes(written):
+                other = modules.get(candidate)
+                if other is not None:
+                    yield path, other
+
+
+def prefixes(module: str) -> list[str]:
+    parts = module.split(".")
+    return [".".join(parts[:i]) for i in range(len(parts), 0, -1)]
+
+
 def _quiet_on_interrupt() -> None:
     """In each -j process: Ctrl-C reaches the whole process group, but only the parent stops the run
     (and says so, once); a process whose parent is gone ends."""

@@ -262,8 +262,13 @@ def render_confirm_summary(console: Console, targets: list[TargetReport], findin
             seen = "no recompile" if variation["free_dims"] else counts
             line = f"  {target.label}: varying {variation['trigger']}: {seen}"
             console.print(Text(line), soft_wrap=True)
+            if variation.get("why"):
+                console.print(Text("      = why: ", style="dim") + Text(variation["why"]), soft_wrap=True)
             suggestion = Text("      = suggest: ", style="dim") + Text(variation["suggestion"], style="green")
             console.print(suggestion, soft_wrap=True)
+        for number, explained in enumerate(target.own_explained, 1):
+            line = f"  {target.label}: recompile {number} of its own call: {explained['why']}"
+            console.print(Text(line), soft_wrap=True)
     statuses = Counter(f.status for f in findings)
     totals = Table(title="Summary", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     for column, justify in (("", "left"), ("count", "right"), ("meaning", "left")):

@@ -9,6 +9,21 @@ from compile_lint.analysis.values import BOTTOM, INT, SIZE
 from compile_lint.analysis.walker import RuleContext, iter_nodes
 from compile_lint.rules.base import Example, Rule
 
+RANK = frozenset({"ndim", "dim"})
+
+
+def _fixed_length(node: cst.BaseExpression) -> bool:
+    """`len(features)`, `self.num_layers`, `x.ndim`: a container's length, an attribute or a rank, fixed by the
+    architecture rather than by the input's sizes."""
+    for inner in iter_nodes(node):
+        if isinstance(inner, cst.Call) and isinstance(inner.func, cst.Name) and inner.func.value == "len":
+            return True
+        if isinstance(inner, cst.Attribute) and isinstance(inner.value, cst.Name) and inner.value.value == "self":
+            return True
+        if isinstance(inner, cst.Attribute) and inner.attr.value in RANK:
+            return True  # `x.ndim`, `x.dim()`: the rank, not a size that varies between calls
+    return False
+
 
 class RangeOverCallValue(Rule):
     code = "TCL503"
@@ -21,7 +36,9 @@ class RangeOverCallValue(Rule):
     )
     what = (
         "Flags `range(...)` calls in a compiled region whose bound reads an `int` parameter of the region's "
-        "entry (annotated `int` or with an int default) or a tensor size (`x.shape[0]`, `x.size(1)`). "
+        "entry (annotated `int` or with an int default) or a tensor size (`x.shape[0]`, `x.size(1)`); a bound "
+        "that reads `len(...)`, a `self.` attribute or a rank (`x.ndim`) is not counted (a container's length is fixed by the "
+        "architecture). "
         "Slicing, sizes of new tensors, reshapes, branches and arithmetic on the same int are not flagged: "
         "measured, they recompile once and then the int is dynamic (bench/recompile_patterns.py)."
     )
@@ -62,6 +79,10 @@ class RangeOverCallValue(Rule):
             "            x = layer(x)\n        return x\n"
         ),
         Example("def eager(x, n: int):\n    for _ in range(n):\n        x = x * 2\n    return x\n"),
+        Example(
+            "class M(nn.Module):\n    def forward(self, feats: list[torch.Tensor]):\n"
+            "        for i in range(len(feats)):\n            feats[i] = feats[i] * 2\n        return feats\n"
+        ),
     )
 
     def _int_params(self, ctx: RuleContext) -> set[str]:
@@ -82,7 +103,7 @@ class RangeOverCallValue(Rule):
                 if name in params and ctx.facts.name_value(name).only((INT,)):
                     self._report(node, ctx, f"the int parameter `{name}`", f"`{name} == <value>`", name)
                     return
-            if SIZE in ctx.facts.value(arg.value):
+            if SIZE in ctx.facts.value(arg.value) and not _fixed_length(arg.value):
                 size = short_code(arg.value)
                 self._report(node, ctx, f"the tensor size `{size}`", "the size's exact value", None)
                 return

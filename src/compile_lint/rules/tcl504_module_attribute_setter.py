@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from compile_lint.analysis.values import INT, STR, UNKNOWN, Value
-from compile_lint.analysis.walker import RuleContext
+from compile_lint.analysis.names import dotted
+from compile_lint.analysis.program import Program
+from compile_lint.analysis.values import INT, STR, UNKNOWN, ClassKey, Value
+from compile_lint.analysis.walker import RuleContext, iter_nodes
 from compile_lint.rules.base import Example, Rule
 
 KEPT = frozenset({INT, STR, UNKNOWN})  # an attribute assigned a parameter of unknown type may be either
@@ -27,6 +29,21 @@ def _attribute_value(ctx: RuleContext, attr: str) -> Value | None:
     return value
 
 
+def _called_by_self(program: Program, cls: ClassKey, setter: str) -> bool:
+    """Does a method of the class call `self.<setter>(...)` outside construction? Then the value is set on the
+    call path from the call's own inputs (Swin's `set_shift_and_window_size` in `forward`), not between calls."""
+    info = program.class_info(cls)
+    for name, key in info.methods.items() if info is not None else ():
+        method = program.function(key)
+        if method is None or name in CONSTRUCTION or name == setter:
+            continue
+        for node in iter_nodes(method.node.body):
+            func = node.func if isinstance(node, cst.Call) else None
+            if isinstance(func, cst.Attribute) and func.attr.value == setter and dotted(func.value) == "self":
+                return True
+    return False
+
+
 class ModuleAttributeSetter(Rule):
     code = "TCL504"
     name = "module-attribute-setter"
@@ -40,7 +57,9 @@ class ModuleAttributeSetter(Rule):
         "Flags a read of `self.<attr>` in a compiled method of an `nn.Module` when the attribute holds an int or "
         "a str (its `__init__` or class body assigns one) and another method of the class, not `__init__` and not "
         "on the compiled path, assigns it (a setter such as `set_scale(self, scale)` or `set_mode(self, mode)`). "
-        "One finding per attribute and method. Counters updated inside `forward` are TCL501's."
+        "A setter that the class itself calls outside `__init__` (e.g. from `forward`, with values from the "
+        "inputs) is not counted. One finding per attribute and method. Counters updated inside `forward` are "
+        "TCL501's."
     )
     why = (
         "torch.compile treats int and str attributes of an `nn.Module` as constants and guards on their value "
@@ -140,7 +159,7 @@ class ModuleAttributeSetter(Rule):
                 method = program.function(key)
                 if name in CONSTRUCTION or name == "forward" or key == function.key or method is None:
                     continue
-                if attr in method.assigned_attributes and name not in found:
+                if attr in method.assigned_attributes and name not in found and not _called_by_self(program, cls, name):
                     found.append(name)
         return found
 

@@ -3,6 +3,11 @@ attribute behind it, and after how many distinct values `recompile_limit` is hit
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from compile_lint.confirm.run.explain import explain, explanation_text, guard_source, user_file_test, values_to_limit
@@ -92,3 +97,51 @@ def test_confirm_explains_the_loop_bound_behind_a_counter_and_the_wrapper_dtype(
     wrapped = targets["fixtures/confirm/_explained.py:make [#1 Wrapped]"]["recompiles"]
     (dtype,) = [v for v in wrapped if "dtype" in v["trigger"]]
     assert dtype["reasons"] == ["tensor 'args[0]' dtype mismatch. expected Float, actual Double"]
+
+
+GENERATE = """import torch
+from transformers import LlamaConfig, LlamaForCausalLM
+
+
+def make():
+    config = LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64)
+    model = LlamaForCausalLM(config).eval()
+    ids = torch.randint(0, 64, (1, 6))
+    return [(model.generate, (ids,), {"max_new_tokens": 4, "do_sample": False, "pad_token_id": 0})]
+"""
+
+
+CLI = [sys.executable, "-m", "compile_lint.cli", "-j", "1"]
+
+
+@pytest.mark.dynamo
+def test_generates_own_recompiles_are_listed_with_reasons(tmp_path: Path) -> None:
+    """A tiny Llama from its config (no download): prefill against decode shapes, each with Dynamo's guard."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    (tmp_path / "llama_generate.py").write_text(GENERATE, encoding="utf-8")
+    process = subprocess.run(
+        [
+            *CLI,
+            "llama_generate.py",
+            "--confirm",
+            "--target",
+            "llama_generate.py:make",
+            "--no-cache",
+            "--format",
+            "json",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        stdin=subprocess.DEVNULL,
+    )
+    report = json.loads(process.stdout)
+    (target,) = report["environment"]["targets"]
+    assert target["outcome"] == "ok" and target["own_recompiles"] >= 1, process.stderr
+    explained = target["own_explained"]
+    assert len(explained) == target["own_recompiles"]
+    assert all(e["guard"] and e["function"] and e["why"] for e in explained)
+    assert any(e["kind"] == "tensor" and "size mismatch at index 1" in e["guard"] for e in explained)  # decode

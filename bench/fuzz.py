@@ -24,9 +24,9 @@ from itertools import islice
 from pathlib import Path
 
 from compile_lint.analysis.source import decode
+from compile_lint.config import Options
 from compile_lint.engine import analyze
 from compile_lint.guard import Limits
-from compile_lint.project import Options
 
 SEED_MODULES = ("linear", "conv", "activation", "container", "normalization", "rnn", "transformer", "pooling")
 LIMITS = Limits(seconds=20, megabytes=1024)

@@ -91,11 +91,15 @@ def test_statistics_count_findings_per_code(tmp_path: Path) -> None:
     body = "    print(x)\n    x = x / x.abs().max().item()\n"
     write(tmp_path / "step.py", STEP.format(noqa="").replace("    return x\n", body * 2 + "    return x\n"))
     text = run_compile_lint("step.py", "--statistics", cwd=tmp_path).stdout.splitlines()
-    assert text[:2] == ["3  TCL101  [*] tensor-item", "2  TCL201  [-] print-in-region"]
+    assert text == [
+        "3  TCL101  [*]       tensor-item",
+        "2  TCL201  [*unsafe] print-in-region",
+        "[*] fixable with --fix, [*unsafe] with --unsafe-fixes",
+    ]
     rows = json.loads(run_compile_lint("step.py", "--statistics", "--format", "json", cwd=tmp_path).stdout)
     assert rows == [
-        {"code": "TCL101", "name": "tensor-item", "count": 3, "fixable": "safe"},
-        {"code": "TCL201", "name": "print-in-region", "count": 2, "fixable": "unsafe"},
+        {"code": "TCL101", "name": "tensor-item", "count": 3, "fix": 3, "unsafe_fix": 0},
+        {"code": "TCL201", "name": "print-in-region", "count": 2, "fix": 0, "unsafe_fix": 2},
     ]
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from compile_lint.docs import TABLE_END, TABLE_START, replace_rules_table, rule_row, rules_table_markdown
+from compile_lint.docs import TABLE_END, TABLE_START, replace_rules_table, rules_table_markdown
 from compile_lint.finding import gb_inline, gb_page
 from compile_lint.fixes import fixability
 from compile_lint.rules import all_rules
@@ -35,14 +36,19 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_rules_lists_every_rule_with_family_gb_codes_and_fixability() -> None:
-    result = cli("rules")
+    result = cli("rules", "--format", "json")
     assert result.returncode == 0, result.stderr
-    rows = {line.split("│")[1].strip(): line for line in result.stdout.splitlines() if line.startswith("│ TCL")}
+    rows = {row["code"]: row for row in json.loads(result.stdout)}
     assert sorted(rows) == [rule.code for rule in all_rules()]
     for rule in all_rules():
-        cells = [cell.strip() for cell in rows[rule.code].split("│")[1:-1]]
-        assert cells[:5] == [rule.code, rule.name, rule.family, rule_row(rule)[3], fixability(rule.code)]
-        assert all(code in cells[3] for code in rule.gb_codes)
+        row = rows[rule.code]
+        assert [row["name"], row["family"], row["fixable"], row["summary"]] == [
+            rule.name,
+            rule.family,
+            fixability(rule.code),
+            rule.summary,
+        ]
+        assert row["gb_codes"] == list(rule.gb_codes)
 
 
 @pytest.mark.parametrize("rule", all_rules(), ids=lambda r: r.code)
@@ -55,7 +61,7 @@ def test_rule_prints_what_why_example_fix_and_gb_pages(rule: Rule) -> None:
         assert (gb_page(code) or gb_inline(code)) in result.stdout
 
 
-@pytest.mark.parametrize("args", [["rule", "TCL999"], ["rule"], ["rules", "extra"]])
+@pytest.mark.parametrize("args", [["rule", "TCL999"], ["rule"], ["rules", "extra"], ["rules", "--format", "yaml"]])
 def test_bad_rule_commands_exit_2_with_one_line(args: list[str]) -> None:
     result = cli(*args)
     assert result.returncode == 2

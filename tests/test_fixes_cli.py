@@ -45,7 +45,7 @@ def test_fix_applies_only_safe_fixes(tmp_path: Path) -> None:
     assert not any(line in text for line in UNSAFE_LINES)
     assert done.returncode == 1, done.stdout  # the unsafe ones are still findings
     assert "Fixed 1 finding (2 more fixes with --unsafe-fixes)." in done.stdout
-    assert "Found 2 findings in 1 file, 2 on the default path (TCL103 x1, TCL201 x1)." in done.stdout
+    assert "Found 2 findings in 1 file (1 linted), 2 on the default path (TCL103 x1, TCL201 x1)." in done.stdout
 
 
 def test_unsafe_fixes_apply_the_rest_and_a_second_run_changes_nothing(tmp_path: Path) -> None:

@@ -58,7 +58,7 @@ def test_manifest_declares_a_static_hook_and_a_manual_confirm_hook() -> None:
     static, confirm = hooks["compile-lint"], hooks["compile-lint-confirm"]
     assert static["types_or"] == ["python", "pyi", "jupyter"] and static["language"] == "python"
     assert static["entry"] == "compile-lint --force-exclude"
-    assert static["require_serial"] is False and static["pass_filenames"] is True and not static["stages"]
+    assert static["require_serial"] is True and static["pass_filenames"] is True and not static["stages"]
     assert confirm["entry"] == "compile-lint --confirm" and confirm["stages"] == ["manual"]
     assert confirm["pass_filenames"] is False and confirm["require_serial"] is True
 

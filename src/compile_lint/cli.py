@@ -3,29 +3,34 @@
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 from rich.console import Console
 
-from compile_lint import __version__, notebooks
+from compile_lint import __version__, atomic, notebooks, versions
 from compile_lint.analysis.source import source_lines
 from compile_lint.config import MODES, Config, ConfigError, load_config
 from compile_lint.engine import build_project, discover, lint
 from compile_lint.finding import Finding
-from compile_lint.fixes.codemods import Safety
-from compile_lint.reporters import github, json_report, junit, sarif, text
+from compile_lint.reporters.escape import printable
 
 if TYPE_CHECKING:
     from compile_lint.confirm.measure.measure import MeasureOptions
     from compile_lint.confirm.session import ConfirmOptions, ConfirmResult, Progress
+    from compile_lint.fixes.codemods import Safety
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+UNWRAPPED = 100_000  # the width of a console that is not a terminal: tables at their natural width, nothing wraps
 EXIT_UNCHECKED = 3  # --confirm: some target could not be checked (or nothing ran); --exit-zero does not cover it
+EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143  # the shell's codes for SIGINT and SIGTERM
 CONFIRM_ONLY = (
     "target",
     "backend",
@@ -233,15 +238,33 @@ def _merge_cli(config: Config, args: argparse.Namespace) -> Config:
 def run_check(args: argparse.Namespace, console: Console) -> int:
     if args.format == "full":
         args.format = "text"
+    errors = output_console(stderr=True)
+    problem = _destination_problem(args)
+    if problem:
+        errors.print(f"compile-lint: {problem}", markup=False, highlight=False, soft_wrap=True)
+        return EXIT_ERROR
     if args.output_file is None:
         return _run_check(args, console)
+    rendered = io.StringIO()  # the file is replaced once the report is whole: a stopped run leaves the old one
+    code = _run_check(args, output_console(rendered))
     try:
-        with args.output_file.open("w", encoding="utf-8") as stream:
-            return _run_check(args, Console(file=stream, width=Console().width))
+        atomic.write_text(args.output_file, rendered.getvalue())
     except OSError as error:
-        message = f"compile-lint: cannot write {args.output_file}: {error.strerror or error}"
-        Console(stderr=True).print(message, markup=False, highlight=False, soft_wrap=True)
+        message = f"compile-lint: cannot write {args.output_file}: {error.strerror or error}; the report follows"
+        errors.print(message, markup=False, highlight=False, soft_wrap=True)
+        console.file.write(rendered.getvalue())
         return EXIT_ERROR
+    return code
+
+
+def _destination_problem(args: argparse.Namespace) -> str:
+    """Why -o, --html or --repro-dir cannot be written, found before any work."""
+    destinations = (("-o", args.output_file, False), ("--html", args.html, True), ("--repro-dir", args.repro_dir, True))
+    for option, path, folder in destinations:
+        problem = atomic.destination_problem(path, option, folder) if path is not None else ""
+        if problem:
+            return problem
+    return ""
 
 
 def _run_check(args: argparse.Namespace, console: Console) -> int:
@@ -254,18 +277,29 @@ def _run_check(args: argparse.Namespace, console: Console) -> int:
     if args.fix or args.unsafe_fixes or args.diff:
         return run_fixes(args, config, console)
     if args.show_regions:
+        from compile_lint.reporters import text
+
         text.render_regions(console, build_project(args.paths, config))
         return EXIT_CLEAN
     jobs = args.jobs or os.cpu_count() or 1
     result = lint(args.paths, config, jobs=jobs, use_cache=not args.no_cache)
     findings = _with_fixes(result.findings, args, config)
     report(findings, result.files, args.format, console, args.statistics)
+    _version_note(config)
     return EXIT_FINDINGS if result.findings else EXIT_CLEAN
 
 
+def _version_note(config: Config) -> None:
+    """Name the torch version the findings are worded for when it is neither configured nor installed."""
+    note = versions.assumed_note(config.torch_version)
+    if note:
+        output_console(stderr=True).print(f"compile-lint: {note}", style="yellow", markup=False, highlight=False)
+
+
 def _with_fixes(findings: list[Finding], args: argparse.Namespace, config: Config) -> list[Finding]:
-    """--show-fixes: each finding an automatic fix removes gets `details["autofix"]` (safety and title)."""
-    if not args.show_fixes:
+    """--show-fixes, --statistics: each finding an automatic fix removes gets `details["autofix"]` (safety and
+    title), from the same plan --fix and --diff apply."""
+    if not (args.show_fixes or args.statistics):
         return findings
     from compile_lint.fixes import runner
 
@@ -277,7 +311,7 @@ def run_add_noqa(args: argparse.Namespace, config: Config, console: Console) -> 
 
     if args.fix or args.unsafe_fixes or args.diff or args.confirm:
         message = "compile-lint: --add-noqa does not combine with --fix, --unsafe-fixes, --diff or --confirm"
-        Console(stderr=True).print(message, markup=False, highlight=False, soft_wrap=True)
+        output_console(stderr=True).print(message, markup=False, highlight=False, soft_wrap=True)
         return EXIT_ERROR
     result = lint(args.paths, config, jobs=args.jobs or os.cpu_count() or 1, use_cache=not args.no_cache)
     added = noqa.add_noqa(result.findings)
@@ -311,7 +345,7 @@ def run_fixes(args: argparse.Namespace, config: Config, console: Console) -> int
     from compile_lint.fixes import runner
 
     allowed: set[Safety] = {"safe", "unsafe"} if args.unsafe_fixes else {"safe"}
-    log = console if args.format == "text" and not args.diff else Console(stderr=True)
+    log = console if args.format == "text" and not args.diff else output_console(stderr=True)
     plan = runner.plan_fixes(args.paths, config, allowed)
     hint = f" ({runner.count(plan.withheld, 'more fix', 'es')} with --unsafe-fixes)" if plan.withheld else ""
     if args.diff:
@@ -330,6 +364,7 @@ def run_fixes(args: argparse.Namespace, config: Config, console: Console) -> int
     if _removed_unused_noqa(result.findings, log):
         result = lint(args.paths, config, jobs=args.jobs or os.cpu_count() or 1, use_cache=not args.no_cache)
     report(_with_fixes(result.findings, args, config), result.files, args.format, console, args.statistics)
+    _version_note(config)
     return EXIT_FINDINGS if result.findings or plan.errors else EXIT_CLEAN
 
 
@@ -350,9 +385,9 @@ def run_confirm(args: argparse.Namespace, config: Config, console: Console) -> i
     from compile_lint.confirm.plan import UsageError
     from compile_lint.confirm.run.runner import default_memory_limit
     from compile_lint.confirm.session import ConfirmOptions, confirm
-    from compile_lint.reporters import html, timing_text
+    from compile_lint.reporters import html, json_report, text, timing_text
 
-    errors = Console(stderr=True)
+    errors = output_console(stderr=True)
     problem = _confirm_usage_problem(args)
     if problem:
         errors.print(f"compile-lint: {problem}", markup=False, soft_wrap=True)
@@ -390,16 +425,24 @@ def run_confirm(args: argparse.Namespace, config: Config, console: Console) -> i
         if options.measure is not None:
             timing_text.render(console, result.targets)
         for script in result.repro_scripts:
-            console.print(f"wrote {script}", markup=False, highlight=False)
+            console.print(printable(f"wrote {script}"), markup=False, highlight=False)
     else:
         report(result.findings, result.files, args.format, console)
+    for problem in result.output_errors:
+        errors.print(f"compile-lint: {problem}", markup=False, soft_wrap=True)
     if args.html:
-        page = html.write(args.html, result.targets, result.findings, result.environment)
-        (console if args.format == "text" else errors).print(f"wrote {page}", markup=False, highlight=False)
+        try:
+            page = html.write(args.html, result.targets, result.findings, result.environment)
+        except OSError as error:  # the findings are printed above; only the page is lost
+            errors.print(f"compile-lint: cannot write {args.html}: {error.strerror or error}", markup=False)
+            return EXIT_ERROR
+        (console if args.format == "text" else errors).print(printable(f"wrote {page}"), markup=False, highlight=False)
+    if result.output_errors:
+        return EXIT_ERROR
     if unchecked:
         if args.format != "text":  # the text summary lists them already
             names = ", ".join(f"{t.label} ({t.outcome})" for t in unchecked)
-            errors.print(f"compile-lint: not checked: {names}", markup=False, soft_wrap=True)
+            errors.print(printable(f"compile-lint: not checked: {names}"), markup=False, soft_wrap=True)
         return EXIT_UNCHECKED
     if args.baseline is not None:
         return _gate(args, result, errors)
@@ -485,28 +528,69 @@ def confirm_with_notebooks(
 def report(findings: list[Finding], files: int, fmt: str, console: Console, statistics: bool = False) -> None:
     """Print the findings (or, with `statistics`, their count per code) on `console`, as `fmt`."""
     out = console.file
-    if statistics and fmt == "json":
-        out.write(json.dumps(text.statistics(findings), indent=2) + "\n")
-    elif statistics:
-        text.render_statistics(console, findings)
-    elif fmt == "json":
+    if fmt == "json" and not statistics:
+        from compile_lint.reporters import json_report
+
         out.write(json_report.render(findings) + "\n")
-    elif fmt == "sarif":
+    elif fmt == "sarif" and not statistics:
+        from compile_lint.reporters import sarif
+
         out.write(sarif.render(findings) + "\n")
-    elif fmt == "junit":
+    elif fmt == "junit" and not statistics:
+        from compile_lint.reporters import junit
+
         out.write(junit.render(findings, files) + "\n")
-    elif fmt == "github":
+    elif fmt == "github" and not statistics:
+        from compile_lint.reporters import github
+
         out.write(github.render(findings) + "\n")
-    elif fmt == "concise":
-        text.render_concise(console, findings, files)
     else:
-        text.render(console, findings, files)
+        from compile_lint.reporters import text  # rich tables, loaded only when printed
+
+        if statistics and fmt == "json":
+            out.write(json.dumps(text.statistics(findings), indent=2) + "\n")
+        elif statistics:
+            text.render_statistics(console, findings)
+        elif fmt == "concise":
+            text.render_concise(console, findings, files)
+        else:
+            text.render(console, findings, files)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (what `timeout`, a cancelled CI job and supervisors send): unwinds like Ctrl-C, so every
+    `finally` runs, --confirm's workers are stopped and no half-written report is left."""
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise Terminated
+
+
+def output_console(file: IO[str] | None = None, stderr: bool = False) -> Console:
+    """A console on `file` (default stdout). On a terminal it wraps at the terminal's width; anywhere else (a pipe,
+    a file, a CI log) nothing wraps, whatever COLUMNS says: one finding header per line, carets under their line,
+    tables at their natural width (ruff prints plain lines there too)."""
+    console = Console(file=file, stderr=stderr)
+    if not console.is_terminal:
+        console.width = UNWRAPPED
+        console.soft_wrap = True
+    return console
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    if threading.current_thread() is not threading.main_thread():  # signal handlers live in the main thread
+        return _main(argv)
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        return _main(argv)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    console = Console()
-    errors = Console(stderr=True)
+    console = output_console()
+    errors = output_console(stderr=True)
     try:
         if argv and argv[0] in ("rules", "rule"):
             from compile_lint import docs
@@ -527,8 +611,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         message = f"compile-lint: configuration error: {error}"
         errors.print(message, highlight=False, markup=False, soft_wrap=True)
         return EXIT_ERROR
-    except KeyboardInterrupt:
-        return EXIT_ERROR
+    except KeyboardInterrupt as stop:
+        terminated = isinstance(stop, Terminated)
+        message = f"compile-lint: interrupted ({'SIGTERM' if terminated else 'SIGINT'}); nothing more was run"
+        errors.print(message, highlight=False, markup=False, soft_wrap=True)
+        return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
     except BrokenPipeError:  # `compile-lint | head`: the reader left; say nothing more
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_ERROR

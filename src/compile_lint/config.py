@@ -126,8 +126,8 @@ class Config:
 
     def is_excluded_within(self, path: str) -> bool:
         """`path` or a folder above it (up to the project root) is excluded: for paths named explicitly."""
-        candidate = Path(path).resolve()
-        root = self.root.resolve()
+        candidate = Path(os.path.realpath(path))  # never raises: a symlink loop stays as written
+        root = Path(os.path.realpath(self.root))
         while True:
             if self.is_excluded(str(candidate)):
                 return True
@@ -165,8 +165,8 @@ def _resolved(folder: str) -> Path:
 
 def find_pyproject(start: Path) -> Path | None:
     """The nearest pyproject.toml with a `[tool.compile-lint]` table, walking up from `start`."""
-    folder = start.resolve()
-    if folder.is_file():
+    folder = Path(os.path.realpath(start))  # a symlink loop named on the command line: the folder it sits in
+    if not folder.is_dir():
         folder = folder.parent
     for candidate in (folder, *folder.parents):
         pyproject = candidate / "pyproject.toml"
@@ -273,3 +273,14 @@ def _parse_bounds(table: dict[str, Any], config: Config, source: Path) -> None:
     if seconds <= 0 or megabytes <= 0:
         raise ConfigError(f"{source}: `max-file-seconds` and `max-file-mb` must be > 0")
     config.max_file_seconds, config.max_file_mb = seconds, megabytes
+
+
+@dataclass
+class Options:
+    """What changes the analysis (the engine's cache keys on it)."""
+
+    flags: set[str] = field(default_factory=set)  # capture flags from the config: they hold for every file
+    extra_regions: list[str] = field(default_factory=list)
+    exclude_regions: list[str] = field(default_factory=list)
+    mode: Mode = "all"
+    torch_version: versions.TorchVersion = versions.NEWEST

@@ -11,6 +11,7 @@ from importlib import resources
 from pathlib import Path
 
 from rich.console import Console
+from rich.rule import Rule
 
 MODEL = "tiny_moe.py"
 INTRO = (
@@ -32,6 +33,11 @@ def steps(model: str) -> list[tuple[str, list[str]]]:
     ]
 
 
+def _heading(console: Console, title: str) -> None:
+    """A rule across a terminal; elsewhere (where the console does not wrap) one line of 80 columns."""
+    console.print(Rule(title, align="left"), width=None if console.is_terminal else 80)
+
+
 def main(argv: Sequence[str], console: Console, run: Callable[[list[str]], int]) -> int:
     """Copy the demo model to a fresh folder and run each step through `run` (the CLI's own entry point)."""
     folder = Path(argv[0]) if argv else Path(tempfile.mkdtemp(prefix="compile-lint-demo-"))
@@ -47,12 +53,12 @@ def main(argv: Sequence[str], console: Console, run: Callable[[list[str]], int])
     os.chdir(folder)  # the reports then name `tiny_moe.py`, not a long temporary path
     try:
         for number, (title, command) in enumerate(steps(MODEL), 1):
-            console.rule(f"{number}. {title}", align="left")
+            _heading(console, f"{number}. {title}")
             console.print(f"$ compile-lint {' '.join(command)}", markup=False, highlight=False)
             worst = max(worst, run([*command, "--no-cache"]))
     finally:
         os.chdir(previous)
-    console.rule("Next", align="left")
+    _heading(console, "Next")
     console.print(
         f"See the rewrites: compile-lint --unsafe-fixes --diff {model}\nExplain a rule:   compile-lint rule TCL401",
         markup=False,

@@ -3,6 +3,7 @@ rule CODE`, the SARIF rule entries and the README's rules table all read it from
 
 from __future__ import annotations
 
+import json
 import sys
 
 from rich.console import Console
@@ -116,9 +117,26 @@ def replace_rules_table(readme: str) -> str:
     return f"{readme[: start + len(TABLE_START)]}\n{rules_table_markdown()}{readme[end:]}"
 
 
+def rules_json() -> str:
+    """`compile-lint rules --format json`: one object per rule, the table's columns as keys."""
+    rules = [
+        {"code": r.code, "name": r.name, "family": r.family, "gb_codes": list(r.gb_codes),
+         "fixable": fixability(r.code), "summary": r.summary}
+        for r in all_rules()
+    ]  # fmt: skip
+    return json.dumps(rules, indent=2)
+
+
 def print_rules(console: Console) -> None:
-    table = Table()
+    """The rules table: boxed and wrapped to a terminal; anywhere else plain aligned columns, one rule a line."""
     rows = [rule_row(rule) for rule in all_rules()]
+    if not console.is_terminal:
+        widths = [max(len(row[index]) for row in (COLUMNS, *rows)) for index in range(len(COLUMNS))]
+        for row in (COLUMNS, *rows):
+            cells = (cell.ljust(width) for cell, width in zip(row, widths, strict=True))
+            console.file.write("  ".join(cells).rstrip() + "\n")
+        return
+    table = Table()
     for index, column in enumerate(COLUMNS):  # long lists wrap; codes and names keep their full width
         if column in ("summary", "GB codes"):
             table.add_column(column, overflow="fold", min_width=6)
@@ -129,15 +147,35 @@ def print_rules(console: Console) -> None:
     console.print(table)
 
 
+USAGE = "usage: compile-lint rules [--coverage] [--format text|json|markdown] | compile-lint rule CODE"
+RULES_FORMATS = ("text", "json", "markdown")
+
+
 def main(argv: list[str], console: Console) -> int:
-    if argv == ["rules"]:
-        print_rules(console)
-        return 0
     if argv == ["rules", "--coverage"]:
         print_coverage(console)
         return 0
+    if argv[0] == "rules":
+        fmt = "text"
+        if argv[1:2] == ["--format"] and len(argv) == 3:
+            fmt = argv[2]
+        elif len(argv) == 2 and argv[1].startswith("--format="):
+            fmt = argv[1].split("=", 1)[1]
+        elif len(argv) != 1:
+            print(USAGE, file=sys.stderr)
+            return 2
+        if fmt not in RULES_FORMATS:
+            print(f"compile-lint: unknown rules format {fmt!r}; one of {', '.join(RULES_FORMATS)}", file=sys.stderr)
+            return 2
+        if fmt == "json":
+            console.file.write(rules_json() + "\n")
+        elif fmt == "markdown":
+            console.file.write(rules_table_markdown())
+        else:
+            print_rules(console)
+        return 0
     if argv[0] != "rule" or len(argv) != 2:
-        print("usage: compile-lint rules [--coverage] | compile-lint rule CODE", file=sys.stderr)
+        print(USAGE, file=sys.stderr)
         return 2
     rule = rule_by_code(argv[1])
     if rule is None:

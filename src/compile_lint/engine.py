@@ -12,18 +12,18 @@ import hashlib
 import json
 import os
 import re
+import signal
+import threading
+import time
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import get_args
-
-import libcst as cst
+from typing import TYPE_CHECKING, get_args
 
 from compile_lint import __version__, guard, notebooks
-from compile_lint.analysis.index import FileIndex, build_index
 from compile_lint.analysis.packages import relative_module
 from compile_lint.analysis.source import (
     CONTINUATION_ONLY_LINE,
@@ -33,12 +33,16 @@ from compile_lint.analysis.source import (
     read_source,
     source_lines,
 )
-from compile_lint.config import Config
+from compile_lint.config import Config, Options
 from compile_lint.finding import Finding, Severity, Status
 from compile_lint.guard import Limits
-from compile_lint.project import Options, Project
-from compile_lint.rules import rule_by_code
 from compile_lint.versions import NEWEST, TorchVersion, label, target_version
+
+if TYPE_CHECKING:  # libcst, the analysis and the rules are imported when a file is parsed, not before
+    import libcst as cst
+
+    from compile_lint.analysis.index import FileIndex
+    from compile_lint.project import Project
 
 SUFFIXES = (".py", ".pyi", notebooks.SUFFIX)
 CODES = r"[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*"
@@ -128,6 +132,8 @@ def limits_of(config: Config) -> Limits:
 
 
 def unreadable(path: str, message: str, line: int = 1, col: int = 1) -> Finding:
+    from compile_lint.rules import rule_by_code
+
     rule = rule_by_code("TCL000")
     assert rule is not None
     return Finding(path, line, col, line, col, rule.code, f"{rule.summary}: {message}", severity="error", fix=rule.fix)
@@ -182,14 +188,20 @@ def _refusal(path: str, module: str, text: str, limits: Limits) -> Finding | Non
 
 
 def _lint_alone(path: str, module: str, text: str, must_parse: bool) -> None:
+    from compile_lint.project import Project
+
     parsed = _index(path, module, text)
-    if isinstance(parsed, FileIndex):
+    if not isinstance(parsed, Finding):
         Project([parsed], Options(), (), load_source).findings()
     elif must_parse:
         raise ValueError(parsed.message)
 
 
 def _index(path: str, module: str, text: str) -> FileIndex | Finding:
+    import libcst as cst
+
+    from compile_lint.analysis.index import build_index
+
     try:
         tree, plain = _parse(text)
     except cst.ParserSyntaxError as error:
@@ -207,6 +219,8 @@ def _parse(text: str) -> tuple[cst.Module, Normalised | None]:
     """libcst's tree of the text, or of the text with odd whitespace made plain (see
     `normalise_odd_whitespace`) when libcst rejects it or would misplace lines; raises libcst's error
     for the text as it is."""
+    import libcst as cst
+
     # After a line holding only `\`, libcst puts the next statement on the backslash's line.
     plain = normalise_odd_whitespace(text) if CONTINUATION_ONLY_LINE.search(text) else None
     if plain is not None:
@@ -231,7 +245,7 @@ def load_source(path: str, module: str) -> FileIndex | None:
     except (OSError, UnicodeDecodeError, SyntaxError, LookupError):
         return None
     parsed = _guarded_index(path, module, text, DEFAULT_LIMITS)
-    return parsed if isinstance(parsed, FileIndex) else None
+    return None if isinstance(parsed, Finding) else parsed
 
 
 @contextmanager
@@ -254,6 +268,8 @@ def analyze(items: list[tuple[str, bytes]], options: Options, limits: Limits = D
 
 
 def _analyze(items: list[tuple[str, bytes]], options: Options, limits: Limits) -> list[Finding]:
+    from compile_lint.project import Project
+
     indexes, errors = parse_all(items, limits)
     try:
         return Project(indexes, options, errors, load_source).findings()
@@ -298,6 +314,8 @@ def parse_all(items: list[tuple[str, bytes]], limits: Limits = DEFAULT_LIMITS) -
 
 def build_project(paths: list[str], config: Config) -> Project:
     """The project of these paths, for what needs more than findings (confirm's targets, --show-regions)."""
+    from compile_lint.project import Project
+
     files, unlisted = find_files(paths, config)
     items, unreadable_files = read_all(files)
     indexes, errors = parse_all(items, limits_of(config))
@@ -349,9 +367,30 @@ def _run(items: list[tuple[str, bytes]], options: Options, limits: Limits, jobs:
     batches: list[list[tuple[str, bytes]]] = [[] for _ in range(min(jobs * 4, len(groups)))]
     for group in sorted(groups, key=lambda g: -sum(len(d) for _, d in g)):
         min(batches, key=lambda b: sum(len(d) for _, d in b)).extend(group)
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        results = pool.map(_analyze_group, [(batch, options, limits) for batch in batches if batch])
-        return [Finding(**f) for batch in results for f in batch]  # type: ignore[arg-type]
+    with ProcessPoolExecutor(max_workers=jobs, initializer=_quiet_on_interrupt) as pool:
+        try:
+            results = pool.map(_analyze_group, [(batch, options, limits) for batch in batches if batch])
+            return [Finding(**f) for batch in results for f in batch]  # type: ignore[arg-type]
+        except BaseException:  # Ctrl-C or SIGTERM: no more batches, and the running ones end now
+            processes = list((pool._processes or {}).values())  # no public way to stop a running batch
+            pool.shutdown(wait=False, cancel_futures=True)
+            for process in processes:
+                process.kill()
+            raise
+
+
+def _quiet_on_interrupt() -> None:
+    """In each -j process: Ctrl-C reaches the whole process group, but only the parent stops the run
+    (and says so, once); a process whose parent is gone ends."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="end-with-parent", daemon=True).start()
 
 
 # -- the cache ---------------------------------------------------------------------------------------
@@ -523,6 +562,8 @@ def _on_cells(finding: Finding, notebook: notebooks.NotebookSource | None) -> Fi
 def unused_noqa(path: str, lines: list[str], used: set[tuple[int, str]], config: Config) -> list[Finding]:
     """TCL902 for each line whose `# noqa: ...` names a TCL code that suppressed nothing there: a selected
     code with no finding, or an unknown code. Other tools' codes and bare `# noqa` are left alone."""
+    from compile_lint.rules import rule_by_code
+
     rule = rule_by_code(UNUSED_NOQA)
     assert rule is not None
     found: list[Finding] = []
@@ -552,6 +593,8 @@ def lint_source(
 ) -> list[Finding]:
     """Findings for one file's text on its own (no noqa or select filtering): for the flake8
     plugin, which has read the file already, and for the rules' own examples."""
+    from compile_lint.project import Project
+
     parsed = parse_source(path, text)
     if isinstance(parsed, Finding):
         return [parsed]

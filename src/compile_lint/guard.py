@@ -15,6 +15,7 @@ nesting): a 500 KB table of numbers (torch/sparse/_triton_ops_meta.py) took 11.6
 from __future__ import annotations
 
 import ast
+import contextlib
 import os
 import resource
 import select
@@ -130,6 +131,11 @@ def run_bounded(work: Callable[[], object], limits: Limits) -> str | None:
     os.close(writer)
     try:
         return _wait(pid, reader, limits)
+    except BaseException:  # Ctrl-C or SIGTERM while waiting: the child must not outlive the run
+        with contextlib.suppress(ProcessLookupError, ChildProcessError):
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        raise
     finally:
         os.close(reader)
 

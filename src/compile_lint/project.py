@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 from functools import cache
 
 import libcst as cst
@@ -19,19 +18,9 @@ from compile_lint.analysis.regions import Reach, Reachability, Root, find_roots
 from compile_lint.analysis.tensors import TensorFacts
 from compile_lint.analysis.values import Cond, cond_label
 from compile_lint.analysis.walker import Pending, RuleContext, Visitor, rule_visitor
-from compile_lint.config import Mode
+from compile_lint.config import Options
 from compile_lint.finding import Finding
 from compile_lint.rules import all_rules
-from compile_lint.versions import NEWEST, TorchVersion
-
-
-@dataclass
-class Options:
-    flags: set[str] = field(default_factory=set)  # capture flags from the config: they hold for every file
-    extra_regions: list[str] = field(default_factory=list)
-    exclude_regions: list[str] = field(default_factory=list)
-    mode: Mode = "all"
-    torch_version: TorchVersion = NEWEST
 
 
 @cache

@@ -40,5 +40,16 @@ def target_version(configured: str | None = None) -> TorchVersion:
     return nearest_known(version) if version else NEWEST
 
 
+def assumed_note(configured: str | None) -> str:
+    """When neither a `torch-version` is configured nor torch installed (pre-commit's own environment, a CI lint
+    job), what the findings are worded for and how to choose; else ""."""
+    if configured or installed() is not None:
+        return ""
+    return (
+        f"findings are worded for torch {label(NEWEST)}, the default: no torch is installed here and no "
+        "`torch-version` is set in [tool.compile-lint]; set it to the torch your project runs"
+    )
+
+
 def label(version: TorchVersion) -> str:
     return f"{version[0]}.{version[1]}"

@@ -71,6 +71,7 @@ class ConfirmResult:
     targets: list[TargetReport]
     environment: dict[str, Any]
     repro_scripts: list[Path] = field(default_factory=list)
+    output_errors: list[str] = field(default_factory=list)  # outputs that failed after the work (findings stand)
 
     @property
     def unchecked(self) -> list[TargetReport]:
@@ -144,7 +145,10 @@ def confirm(paths: list[str], config: Config, options: ConfirmOptions, progress:
     result = ConfirmResult(matched.findings, len(files), reports, {**versions, "targets": [vars(r) for r in reports]})
     if options.repro_dir is not None:
         confirmed = [(finding, brk, runs[run]) for finding, brk, run in matched.confirmed_by]
-        result.repro_scripts = write_all(options.repro_dir, confirmed, versions) + measured.scripts
+        try:
+            result.repro_scripts = write_all(options.repro_dir, confirmed, versions) + measured.scripts
+        except OSError as error:
+            result.output_errors.append(f"cannot write to --repro-dir {options.repro_dir}: {error.strerror or error}")
     return result
 
 
@@ -170,7 +174,14 @@ def _run_each(
     if len(pools) == 1:
         return [run_one(spec) for spec in specs]
     with ThreadPoolExecutor(max_workers=len(pools)) as executor:
-        return list(executor.map(run_one, specs))
+        futures = [executor.submit(run_one, spec) for spec in specs]
+        try:
+            return [future.result() for future in futures]
+        except BaseException:  # Ctrl-C or SIGTERM: start no other target, end the running ones now
+            executor.shutdown(wait=False, cancel_futures=True)
+            for pool in pools:
+                pool.stop()
+            raise
 
 
 def _plan(

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import os
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -10,12 +12,13 @@ import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, ParentNodeProvider, PositionProvider
 
 from compile_lint.analysis.index import FileIndex
-from compile_lint.analysis.names import ImportMap
+from compile_lint.analysis.names import ImportMap, dotted
 from compile_lint.analysis.tensors import TensorFacts
+from compile_lint.config import Options
 from compile_lint.engine import load_source, parse_source
 from compile_lint.finding import Finding
 from compile_lint.fixes.codemods import CODEMODS, Edit, Replacement, Safety, Site
-from compile_lint.project import Options, Project
+from compile_lint.project import Project
 
 Span = tuple[int, int, int, int]  # line, col (0-based), end_line, end_col, as libcst positions
 Positions = Mapping[cst.CSTNode, CodeRange]
@@ -153,20 +156,99 @@ def _future_and_docstring(body: Iterable[cst.BaseStatement]) -> int:
     return count
 
 
-def with_torch_import(module: cst.Module) -> cst.Module:
-    """Add `import torch` after the docstring and __future__ imports: at the head of the import
-    block if one follows (taking over the blank lines and comments above it), else on its own."""
+def with_torch_import(module: cst.Module, folder: str = ".") -> cst.Module:
+    """Add `import torch` where isort (and ruff's I001) would put it: among the third-party `import x` lines of
+    the import block that follows the docstring and __future__ imports (sorted, before the `from x import`
+    lines), else after its standard-library imports as a section of its own, else at the head of the block
+    (taking over the blank lines and comments above it), else on its own. Modules beside the file (in `folder`)
+    are first-party, as isort and ruff find them."""
     body = list(module.body)
     at = _future_and_docstring(body)
-    following = body[at] if at < len(body) else None
+    end = at
+    while end < len(body) and _is_import(body[end]):
+        end += 1
     statement = cst.SimpleStatementLine([cst.Import([cst.ImportAlias(cst.Name("torch"))])])
-    if following is not None and _is_import(following):
-        statement = statement.with_changes(leading_lines=following.leading_lines)
-        body[at] = following.with_changes(leading_lines=())
-    elif at > 0:
+    sections = [(index, _section(body[index], folder)) for index in range(at, end)]
+    third = [(index, body[index]) for index, section in sections if section == "third-party"]
+    stdlib = [index for index, section in sections if section == "stdlib"]
+    if third:
+        after = [index for index, line in third if not _plain_import_before(line, "torch")]
+        place = after[0] if after else third[-1][0] + 1
+        if after:  # takes over the blank lines and comments of the line it goes before
+            statement = statement.with_changes(leading_lines=body[place].leading_lines)
+            body[place] = body[place].with_changes(leading_lines=())
+    elif stdlib:
+        place = stdlib[-1] + 1
         statement = statement.with_changes(leading_lines=[cst.EmptyLine()])
-    body.insert(at, statement)
+        if place < end and not body[place].leading_lines:
+            body[place] = body[place].with_changes(leading_lines=[cst.EmptyLine()])
+    elif at < end:
+        place = at
+        statement = statement.with_changes(leading_lines=body[at].leading_lines)
+        body[at] = body[at].with_changes(leading_lines=[cst.EmptyLine()])
+    else:
+        place = at
+        if at > 0:
+            statement = statement.with_changes(leading_lines=[cst.EmptyLine()])
+    body.insert(place, statement)
     return module.with_changes(body=body)
+
+
+def _section(statement: cst.BaseStatement, folder: str) -> str:
+    """isort's section of an import line: "future", "stdlib", "local" (relative, or a module in `folder`) or
+    "third-party"."""
+    small = statement.body[0]  # type: ignore[attr-defined]  # an import line (_is_import)
+    if isinstance(small, cst.ImportFrom):
+        if small.relative or small.module is None:
+            return "local"
+        top = (dotted(small.module) or "").split(".")[0]
+    else:
+        top = (dotted(small.names[0].name) or "").split(".")[0]
+    if top == "__future__":
+        return "future"
+    if top in sys.stdlib_module_names:
+        return "stdlib"
+    beside = os.path.join(folder, top)
+    return "local" if os.path.isdir(beside) or os.path.isfile(f"{beside}.py") else "third-party"
+
+
+def _plain_import_before(statement: cst.BaseStatement, name: str) -> bool:
+    """Does this `import x` line sort before `import name`? (`from x import` lines sort after every `import`.)"""
+    small = statement.body[0]  # type: ignore[attr-defined]
+    return isinstance(small, cst.Import) and (dotted(small.names[0].name) or "").lower() < name
+
+
+def conditional_torch(module: cst.Module) -> bool:
+    """Does the module import torch only conditionally: under an `if` (`if is_torch_available():`,
+    `if TYPE_CHECKING:`) or in a `try`? Then it is meant to import, and its functions to run, without torch."""
+    for statement in module.body:
+        if isinstance(statement, cst.If):
+            branches: list[cst.CSTNode] = [statement.body, *([statement.orelse] if statement.orelse else [])]
+        elif isinstance(statement, cst.Try):
+            branches = [statement.body, *statement.handlers]
+        else:
+            continue
+        if any(_imports_torch(branch) for branch in branches):
+            return True
+    return False
+
+
+def _imports_torch(node: cst.CSTNode) -> bool:
+    found = False
+
+    class _Find(cst.CSTVisitor):
+        def visit_Import(self, node: cst.Import) -> None:
+            nonlocal found
+            found = found or any(
+                dotted(alias.name) == "torch" and (alias.asname is None or dotted(alias.asname.name) == "torch")
+                for alias in node.names
+            )
+
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return False
+
+    node.visit(_Find())
+    return found
 
 
 def _is_import(statement: cst.BaseStatement) -> bool:
@@ -226,7 +308,9 @@ def fix_text(
     module = index.tree
     edits, positions = plan_edits(module, findings, lambda wanted: project.facts_at(index.path, wanted))
     torch_name = top_level_imports(module).aliases.get("torch")
-    if torch_name not in (None, "torch"):  # `torch` names something else here: leave those fixes
+    if torch_name not in (None, "torch") or (torch_name is None and conditional_torch(module)):
+        # `torch` names something else here, or the module imports torch only conditionally (torch-optional: a
+        # new top-level import, or a `torch.` guard in a function that runs without torch, would break it)
         edits = [e for e in edits if not e.needs_torch]
     withheld = [e for e in edits if e.safety not in allowed]
     chosen = non_overlapping([e for e in edits if e.safety in allowed], positions)
@@ -234,7 +318,7 @@ def fix_text(
         return FixedText(text, [], withheld)
     fixed = module.visit(_Apply(chosen))
     if torch_name is None and any(e.needs_torch for e in chosen):
-        fixed = with_torch_import(fixed)
+        fixed = with_torch_import(fixed, os.path.dirname(index.path) or ".")
     new_text = fixed.code
     try:
         ast.parse(new_text)

@@ -10,7 +10,7 @@ from compile_lint import notebooks
 from compile_lint.analysis.source import multiline_tokens, source_lines
 from compile_lint.engine import NOQA, UNUSED_NOQA
 from compile_lint.finding import Finding
-from compile_lint.fixes.runner import FilePlan, read_source, write_fixed
+from compile_lint.fixes.runner import FilePlan, not_written, read_source, write_fixed
 
 NOT_SUPPRESSIBLE = frozenset({"TCL000", UNUSED_NOQA})  # a file not parsed; a noqa comment itself
 
@@ -89,10 +89,11 @@ def write(added: Added) -> tuple[int, int]:
     written = files = 0
     for plan, count in added.files:
         try:
-            if write_fixed(plan):
-                written, files = written + count, files + 1
+            outcome = write_fixed(plan)
+            if not_written(plan.source.path, outcome):
+                added.errors.append(not_written(plan.source.path, outcome))
             else:
-                added.errors.append(f"skipped {plan.source.path}: it changed since it was read; run again")
+                written, files = written + count, files + 1
         except OSError as error:
             added.errors.append(f"{plan.source.path}: cannot write: {error.strerror or error}")
     return written, files

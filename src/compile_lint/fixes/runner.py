@@ -12,11 +12,12 @@ import shutil
 import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
+from typing import Literal
 
 from rich.console import Console
 from rich.text import Text
 
-from compile_lint import notebooks
+from compile_lint import atomic, notebooks
 from compile_lint.analysis.index import FileIndex
 from compile_lint.analysis.source import encoding_of, source_lines
 from compile_lint.config import Config
@@ -182,6 +183,9 @@ def _placed(file: FilePlan, finding: Finding) -> Finding:
     return notebooks.to_cells(finding, notebooks.from_json(file.source.data))
 
 
+Written = Literal["replaced", "in-place", "changed", "read-only"]  # what write_fixed did
+
+
 def _changed_since_read(source: Source, target: str) -> bool:
     try:
         stat = os.stat(target)
@@ -192,12 +196,20 @@ def _changed_since_read(source: Source, target: str) -> bool:
     return (stat.st_mtime_ns, stat.st_size) != source.stamp or data != source.data
 
 
-def write_fixed(plan: FilePlan) -> bool:
+def write_fixed(plan: FilePlan) -> Written:
     """Replace the file with its fixed bytes through a temporary file in the same folder and
-    `os.replace`; False, writing nothing, if the file changed since it was read."""
+    `os.replace`; a file with other hard links is rewritten in place instead, so they all see the
+    fix. Writes nothing if the file changed since it was read or is read-only."""
     target = os.path.realpath(plan.source.path)  # a symlink keeps pointing at the fixed file
     if _changed_since_read(plan.source, target):
-        return False
+        return "changed"
+    if atomic.read_only(target):  # usually generated or not checked out; the rename would ignore it
+        return "read-only"
+    if os.stat(target).st_nlink > 1:
+        with open(target, "r+b") as stream:
+            stream.write(plan.encoded())
+            stream.truncate()
+        return "in-place"
     folder, name = os.path.split(target)
     handle, temporary = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".compile-lint.tmp")
     try:
@@ -208,13 +220,22 @@ def write_fixed(plan: FilePlan) -> bool:
         shutil.copymode(target, temporary)
         if _changed_since_read(plan.source, target):
             os.unlink(temporary)
-            return False
+            return "changed"
         os.replace(temporary, target)
     except BaseException:
         if os.path.exists(temporary):
             os.unlink(temporary)
         raise
-    return True
+    return "replaced"
+
+
+def not_written(path: str, written: Written) -> str:
+    """Why a planned file was left as it was ("" if it was written)."""
+    if written == "changed":
+        return f"skipped {path}: it changed since it was read; run again"
+    if written == "read-only":
+        return f"{path}: read-only, not fixed"
+    return ""
 
 
 def count(n: int, word: str, plural: str = "s") -> str:
@@ -231,9 +252,11 @@ def write_all(plan: Plan, log: Console) -> int:
         except OSError as error:
             plan.errors.append(f"{path}: cannot write: {error.strerror or error}")
             continue
-        if not written:
-            plan.errors.append(f"skipped {path}: it changed since it was read; run again")
+        if not_written(path, written):
+            plan.errors.append(not_written(path, written))
             continue
+        if written == "in-place":
+            log.print(Text(f"{path}: rewritten in place, keeping its hard links"), soft_wrap=True)
         fixed += len(file.applied)
         for edit in file.applied:
             where = _placed(file, edit.finding)

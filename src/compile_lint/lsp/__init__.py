@@ -22,5 +22,7 @@ def main(argv: list[str]) -> int:
             raise
         print("compile-lint: the language server needs pygls: pip install 'compile-lint[lsp]'", file=sys.stderr)
         return 2
-    create_server().start_io()
+    from compile_lint.lsp.framing import FramedStdin
+
+    create_server().start_io(FramedStdin(sys.stdin.buffer, sys.stdout.buffer), sys.stdout.buffer)  # type: ignore[arg-type]
     return 0

@@ -11,7 +11,7 @@ from html import escape
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from compile_lint import __version__
+from compile_lint import __version__, atomic
 from compile_lint.finding import Finding
 from compile_lint.reporters.timing_text import ms
 
@@ -37,7 +37,7 @@ th { background: #f4f4f4; } .bad { color: #b71c1c; font-weight: bold; } .good { 
 def write(directory: Path, targets: list[TargetReport], findings: list[Finding], environment: dict[str, Any]) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     page = directory / "report.html"
-    page.write_text(render(targets, findings, environment), encoding="utf-8")
+    atomic.write_text(page, render(targets, findings, environment))
     return page
 
 

@@ -17,13 +17,14 @@ from compile_lint import notebooks
 from compile_lint.analysis.source import source_lines
 from compile_lint.analysis.values import Cond, cond_label
 from compile_lint.finding import Finding, gb_reference
-from compile_lint.fixes import fixability
-from compile_lint.rules import rule_by_code
+from compile_lint.reporters.escape import printable
 
 if TYPE_CHECKING:
     from compile_lint.confirm.session import TargetReport
     from compile_lint.project import Project
 
+MARKS = {"safe": "[*]", "unsafe": "[*unsafe]"}  # the same in --statistics, --show-fixes and their legend
+FIX_LEGEND = "[*] fixable with --fix, [*unsafe] with --unsafe-fixes"
 STYLE = {"error": "bold red", "warning": "bold yellow", "info": "bold blue"}
 TARGET_LEGEND = (
     "graphs: graphs compiled on the target's call; breaks: graph breaks Dynamo logged; one graph: whether "
@@ -56,7 +57,7 @@ def _line_reader(path: str) -> Callable[[Finding], str | None]:
 def location(finding: Finding) -> str:
     """`path:line:col`, or `path:cell N:line:col` in a notebook."""
     cell = f"cell {finding.cell}:" if finding.cell is not None else ""
-    return f"{finding.path}:{cell}{finding.line}:{finding.col}"
+    return printable(f"{finding.path}:{cell}{finding.line}:{finding.col}")
 
 
 def _head(finding: Finding) -> Text:
@@ -67,8 +68,8 @@ def _head(finding: Finding) -> Text:
         head.append(f" [{finding.status}]", style="magenta")
     autofix = finding.details.get("autofix")
     if autofix:
-        head.append(" [*]" if autofix["safety"] == "safe" else " [*unsafe]", style="green")
-    head.append(f" {finding.message}")
+        head.append(f" {MARKS[autofix['safety']]}", style="green")
+    head.append(f" {printable(finding.message)}")
     return head
 
 
@@ -90,10 +91,11 @@ def render(console: Console, findings: list[Finding], files: int, unchecked: int
         source = _source_line(finding, sources)
         if source is not None:
             gutter = f"{finding.line:>5} | "
-            console.print(Text(gutter, style="dim") + Text(source), soft_wrap=True, highlight=False)
+            console.print(Text(gutter, style="dim") + Text(printable(source)), soft_wrap=True, highlight=False)
             end = finding.end_col if finding.end_line == finding.line else len(source) + 1
-            width = max(1, end - finding.col)
-            console.print(Text(" " * (len(gutter) + finding.col - 1) + "^" * width, style=STYLE[finding.severity]))
+            before = len(printable(source[: finding.col - 1]))  # an escaped character takes six columns
+            width = max(1, len(printable(source[finding.col - 1 : end - 1])))
+            console.print(Text(" " * (len(gutter) + before) + "^" * width, style=STYLE[finding.severity]))
         observed = finding.details.get("observed_gb_code")
         codes = [observed] if finding.status == "confirmed" and observed else finding.gb_codes
         if codes:
@@ -101,7 +103,9 @@ def render(console: Console, findings: list[Finding], files: int, unchecked: int
             label = "observed" if finding.status in ("confirmed", "dynamic-only") else "predicts"
             console.print(Text(f"      = {label}: ", style="dim") + Text(pages), soft_wrap=True)
         if finding.fix:
-            console.print(Text("      = fix: ", style="dim") + Text(finding.fix, style="green"), soft_wrap=True)
+            console.print(
+                Text("      = fix: ", style="dim") + Text(printable(finding.fix), style="green"), soft_wrap=True
+            )
         autofix = finding.details.get("autofix")
         if autofix:
             flag = "--fix" if autofix["safety"] == "safe" else "--unsafe-fixes"
@@ -110,7 +114,7 @@ def render(console: Console, findings: list[Finding], files: int, unchecked: int
         if "fix_check" in finding.details:
             console.print(Text("      = ", style="dim") + fix_check_line(finding.details["fix_check"]), soft_wrap=True)
         for label, note in confirm_notes(finding):
-            console.print(Text(f"      = {label}: ", style="dim") + Text(note), soft_wrap=True)
+            console.print(Text(f"      = {label}: ", style="dim") + Text(printable(note)), soft_wrap=True)
         console.print()
     console.print(summary_line(findings, files, unchecked))
 
@@ -137,24 +141,37 @@ def confirm_notes(finding: Finding) -> list[tuple[str, str]]:
 
 
 def statistics(findings: list[Finding]) -> list[dict[str, Any]]:
-    """`--statistics`: per code, how many findings, the rule's name and whether it has an automatic fix."""
+    """`--statistics`: per code, how many findings, the rule's name, and how many of them an automatic fix
+    removes (`details["autofix"]`, from the plan that --fix, --unsafe-fixes and --diff apply)."""
+    from compile_lint.rules import rule_by_code  # the rules load libcst: only for this table
+
     counts = Counter(f.code for f in findings)
+    fixes = Counter((f.code, f.details["autofix"]["safety"]) for f in findings if "autofix" in f.details)
     rows = []
     for code, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
         rule = rule_by_code(code)
-        rows.append({"code": code, "name": rule.name if rule else "", "count": count, "fixable": fixability(code)})
+        rows.append(
+            {"code": code, "name": rule.name if rule else "", "count": count,
+             "fix": fixes[code, "safe"], "unsafe_fix": fixes[code, "unsafe"]}
+        )  # fmt: skip
     return rows
 
 
 def render_statistics(console: Console, findings: list[Finding]) -> None:
     rows = statistics(findings)
     width = max((len(str(row["count"])) for row in rows), default=1)
+    fixable = any(row["fix"] or row["unsafe_fix"] for row in rows)
+    mark_width = max(len(mark) for mark in MARKS.values()) + 1 if fixable else 0  # no blank column without fixes
     for row in rows:
-        marker = {"safe": "[*]", "unsafe": "[-]", "no": "   "}[row["fixable"]]
-        line = f"{row['count']:>{width}}  {row['code']}  {marker} {row['name']}"
+        safe, unsafe, count = row["fix"], row["unsafe_fix"], row["count"]
+        mark = MARKS["safe"] if safe else MARKS["unsafe"] if unsafe else ""
+        parts = [(safe, "--fix")] * bool(safe) + [(unsafe, "--unsafe-fixes")] * bool(unsafe)
+        detail = ", ".join(f"{n} of {count} with {flag}" for n, flag in parts)
+        detail = f" ({detail})" if mark and count not in (safe, unsafe) else ""
+        line = f"{row['count']:>{width}}  {row['code']}  {mark:<{mark_width}}{row['name']}{detail}"
         console.print(line, highlight=False, markup=False, soft_wrap=True)
-    if any(row["fixable"] != "no" for row in rows):
-        console.print("[*] fixable with --fix, [-] with --unsafe-fixes", style="dim", highlight=False, markup=False)
+    if fixable:
+        console.print(FIX_LEGEND, style="dim", highlight=False, markup=False)
 
 
 def fix_check_line(check: dict[str, Any]) -> Text:
@@ -178,9 +195,10 @@ def summary_line(findings: list[Finding], files: int, unchecked: int = 0) -> Tex
     detail = ", ".join(f"{code} x{count}" for code, count in sorted(counts.items()))
     plural = "s" * (len(findings) != 1)
     default = sum(f.path_condition == "default" for f in findings)
+    with_findings = len({f.path for f in findings})
     return Text(
-        f"Found {len(findings)} finding{plural} in {files} file{'s' * (files != 1)}, {default} on the default "
-        f"path ({detail}){not_checked}.",
+        f"Found {len(findings)} finding{plural} in {with_findings} file{'s' * (with_findings != 1)} ({files} "
+        f"linted), {default} on the default path ({detail}){not_checked}.",
         style="bold",
     )
 
@@ -189,7 +207,8 @@ def render_regions(console: Console, project: Project) -> None:
     """`--show-regions`: each compiled region, then every function it reaches and how."""
     for root in project.root_list:
         console.print(
-            Text(f"{root.key[0]}:{root.key[1]}", style="bold") + Text(f"  region: {root.reason}"), soft_wrap=True
+            Text(printable(f"{root.key[0]}:{root.key[1]}"), style="bold") + Text(printable(f"  region: {root.reason}")),
+            soft_wrap=True,
         )
     reached = [(key, reach) for key, reach in project.reached.items() if reach.via]
     if reached:
@@ -199,10 +218,10 @@ def render_regions(console: Console, project: Project) -> None:
         how = f"reached from {reach.root} via {' -> '.join(reach.via)}{where}"
         if reach.nested_only:
             how += " (its nested wrapper functions only)"
-        console.print(Text(f"{path}:{qualname}", style="bold") + Text(f"  {how}"), soft_wrap=True)
+        console.print(Text(printable(f"{path}:{qualname}"), style="bold") + Text(printable(f"  {how}")), soft_wrap=True)
     errors = project.errors
     for error in errors:
-        console.print(Text(f"{error.path}: not analysed: {error.message}", style="yellow"), soft_wrap=True)
+        console.print(Text(printable(f"{error.path}: not analysed: {error.message}"), style="yellow"), soft_wrap=True)
     console.print(Text(f"{len(project.root_list)} regions, {len(reached)} more functions reached.", style="bold"))
 
 
@@ -226,7 +245,7 @@ class ConfirmProgress:
         self.bar.start()
 
     def advance(self, label: str) -> None:
-        self.bar.update(self.task, advance=1, description=label)
+        self.bar.update(self.task, advance=1, description=printable(label))
 
     def stop(self) -> None:
         self.bar.stop()
@@ -234,8 +253,7 @@ class ConfirmProgress:
 
 def render_confirm_summary(console: Console, targets: list[TargetReport], findings: list[Finding]) -> None:
     """Per-target table and notes, what the recompile probe saw, and the totals `--confirm` is about."""
-    per_target = Table(title="Targets run under torch.compile", title_justify="left", caption_justify="left")
-    per_target.caption = TARGET_LEGEND
+    per_target = Table(title="Targets run under torch.compile", title_justify="left")
     for column in ("target", "outcome", "graphs", "breaks", "one graph", "recompiles"):
         per_target.add_column(column, overflow="fold")
     for target in targets:
@@ -244,30 +262,39 @@ def render_confirm_summary(console: Console, targets: list[TargetReport], findin
         if target.outcome == "ok":
             one_graph = {True: "yes", False: "no", None: "? (--deep)"}[target.one_graph]
             cells = [str(target.graphs), str(target.breaks), one_graph, str(target.own_recompiles)]
-        per_target.add_row(target.label, outcome, *cells)
+        per_target.add_row(Text(printable(target.label)), outcome, *cells)
     console.print(per_target)
+    console.print(Text(TARGET_LEGEND, style="dim"))  # not a caption: that would wrap to the table's width
     for target in targets:
         if target.error:
-            console.print(Text(f"  {target.label}: {target.outcome}: {target.error}"), soft_wrap=True)
+            console.print(Text(printable(f"  {target.label}: {target.outcome}: {target.error}")), soft_wrap=True)
         elif target.fullgraph_error:
-            note = f"  {target.label}: fullgraph=True stops at {target.fullgraph_error}"
+            note = printable(f"  {target.label}: fullgraph=True stops at {target.fullgraph_error}")
             console.print(Text(note, style="dim"), soft_wrap=True)
         if target.replayed_logging:
             count = target.replayed_logging
-            note = f"  {target.label}: {count} harmless breaks inside `logging` not counted: {REPLAYED}"
+            note = printable(f"  {target.label}: {count} harmless breaks inside `logging` not counted: {REPLAYED}")
             console.print(Text(note, style="dim"), soft_wrap=True)
         for variation in target.recompiles:
+            if variation.get("not_probed"):
+                line = printable(
+                    f"  {target.label}: varying {variation['trigger']}: not probed: {variation['not_probed']}"
+                )
+                console.print(Text(line, style="yellow"), soft_wrap=True)
+                continue
             reason = f" ({variation['reasons'][0]})" if variation["reasons"] else ""
             counts = f"{variation['recompiled_calls']}/{variation['calls']} calls recompiled{reason}"
             seen = "no recompile" if variation["free_dims"] else counts
-            line = f"  {target.label}: varying {variation['trigger']}: {seen}"
+            line = printable(f"  {target.label}: varying {variation['trigger']}: {seen}")
             console.print(Text(line), soft_wrap=True)
             if variation.get("why"):
-                console.print(Text("      = why: ", style="dim") + Text(variation["why"]), soft_wrap=True)
-            suggestion = Text("      = suggest: ", style="dim") + Text(variation["suggestion"], style="green")
+                console.print(Text("      = why: ", style="dim") + Text(printable(variation["why"])), soft_wrap=True)
+            suggestion = Text("      = suggest: ", style="dim") + Text(
+                printable(variation["suggestion"]), style="green"
+            )
             console.print(suggestion, soft_wrap=True)
         for number, explained in enumerate(target.own_explained, 1):
-            line = f"  {target.label}: recompile {number} of its own call: {explained['why']}"
+            line = printable(f"  {target.label}: recompile {number} of its own call: {explained['why']}")
             console.print(Text(line), soft_wrap=True)
     statuses = Counter(f.status for f in findings)
     totals = Table(title="Summary", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)

@@ -8,6 +8,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from compile_lint.reporters.escape import printable
+
 if TYPE_CHECKING:
     from compile_lint.confirm.session import TargetReport
 
@@ -24,7 +26,7 @@ def ms(value: float | None) -> str:
 
 def add_row(table: Table, *cells: str | Text) -> None:
     """Cells as plain text: labels, guard reasons and statuses may hold `[...]`, which is not markup."""
-    table.add_row(*(Text(cell) if isinstance(cell, str) else cell for cell in cells))
+    table.add_row(*(Text(printable(cell)) if isinstance(cell, str) else cell for cell in cells))
 
 
 def render(console: Console, targets: list[TargetReport]) -> None:
@@ -80,7 +82,7 @@ def render_speed(console: Console, targets: list[TargetReport]) -> None:
         notes.append(Text(f"  {target.label}: {errors} ({_tolerance(agreement['tolerance'])})", style="dim"))
     console.print(table)
     for note in notes:
-        console.print(note, soft_wrap=True)
+        console.print(Text(printable(note.plain), style=note.style), soft_wrap=True)
 
 
 def _tolerance(tolerance: Any) -> str:
@@ -88,7 +90,7 @@ def _tolerance(tolerance: Any) -> str:
 
 
 def render_input_sets(console: Console, label: str, rows: list[dict[str, Any]]) -> None:
-    table = Table(title=f"Input sets of {label} (in order, one compiled function)", title_justify="left")
+    table = Table(title=printable(f"Input sets of {label} (in order, one compiled function)"), title_justify="left")
     for column in ("set", "inputs", "first call", "recompiled", "median", "cache entries", "RSS", "flags"):
         table.add_column(column, overflow="fold")
     for row in rows:
@@ -134,7 +136,8 @@ def render_breaks(console: Console, target: TargetReport) -> None:
     ranked = coverage.get("breaks", [])
     if not ranked:
         return
-    table = Table(title=f"Graph breaks of {target.label} by measured cost per step", title_justify="left")
+    title = printable(f"Graph breaks of {target.label} by measured cost per step")
+    table = Table(title=title, title_justify="left")
     for column in ("#", "break", "cost", "eager ops in its gaps", "Dynamo runtime", "static finding"):
         table.add_column(column, overflow="fold")
     for rank, item in enumerate(ranked, start=1):
@@ -152,4 +155,5 @@ def render_breaks(console: Console, target: TargetReport) -> None:
         )
     console.print(table)
     if coverage.get("fix_first"):
-        console.print(Text("  fix first: ", style="bold") + Text(coverage["fix_first"], style="green"), soft_wrap=True)
+        fix_first = Text(printable(coverage["fix_first"]), style="green")
+        console.print(Text("  fix first: ", style="bold") + fix_first, soft_wrap=True)

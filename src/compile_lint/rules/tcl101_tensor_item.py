@@ -7,6 +7,7 @@ import libcst as cst
 from compile_lint.analysis.tensors import receiver_code, short_code, without_item
 from compile_lint.analysis.walker import RuleContext
 from compile_lint.rules.base import CAPTURE_SCALAR, Example, Rule
+from compile_lint.rules.tcl107_tensor_as_size import FILLED, NARROW, SIZE_FACTORIES, SIZE_METHODS
 
 
 class TensorItem(Rule):
@@ -40,7 +41,21 @@ class TensorItem(Rule):
         Example("def not_compiled(x):\n    return x.sum().item()\n"),
     )
 
+    def visit_Assign(self, node: cst.Assign, ctx: RuleContext) -> None:
+        """`n = t.amax().item()` where `n` is then a slice bound or a size: a tensor would not hold there."""
+        call, targets = node.value, node.targets
+        if id(call) in ctx.reported or not _is_tensor_item(call, ctx) or ctx.function is None:
+            return
+        if len(targets) != 1 or not isinstance(targets[0].target, cst.Name):
+            return
+        name = targets[0].target.value
+        use = next(iter(int_uses(name, ctx)), "")
+        if use:
+            ctx.reported.add(id(call))
+            self._report_size(call, f"`{name}` is then {use}", ctx)
+
     def visit_Call(self, node: cst.Call, ctx: RuleContext) -> None:
+        self._sizes(node, ctx)
         if id(node) in ctx.reported or not _is_tensor_item(node, ctx):
             return
         receiver = node.func.value  # type: ignore[attr-defined]
@@ -51,6 +66,28 @@ class TensorItem(Rule):
             fix=f"Use `{receiver_code(receiver)}.detach()` instead: a 0-d tensor with the same value and no "
             "gradient, so the graph goes on; if a Python number is really needed, set "
             f"`torch._dynamo.config.{CAPTURE_SCALAR} = True`.",
+        )
+
+    def visit_Subscript(self, node: cst.Subscript, ctx: RuleContext) -> None:
+        self._sizes(node, ctx)
+
+    def _sizes(self, node: cst.Call | cst.Subscript, ctx: RuleContext) -> None:
+        """`x[:t.item()]`, `torch.arange(t.item())`: the value must be a Python int there."""
+        for use, value in int_operands(node, ctx):
+            if _is_tensor_item(value, ctx) and id(value) not in ctx.reported:
+                ctx.reported.add(id(value))
+                self._report_size(value, f"The value is {use}", ctx)
+
+    def _report_size(self, call: cst.BaseExpression, use: str, ctx: RuleContext) -> None:
+        receiver = call.func.value  # type: ignore[attr-defined]
+        ctx.report(
+            self,
+            call,
+            f"`.item()` on `{short_code(receiver)}` copies a tensor value into Python and breaks the graph",
+            fix=f"{use}, which must be a Python int, so `.detach()` would not hold (a tensor there breaks too, "
+            f"TCL107). Set `torch._dynamo.config.{CAPTURE_SCALAR} = True`: Dynamo then traces the value as a "
+            "symbolic int (slicing and `torch.arange` with it compile without a break), or keep the shape static "
+            "(pad to a fixed length and mask).",
         )
 
     def _branch(self, test: cst.BaseExpression, ctx: RuleContext) -> None:
@@ -76,6 +113,55 @@ class TensorItem(Rule):
 
     def visit_IfExp(self, node: cst.IfExp, ctx: RuleContext) -> None:
         self._branch(node.test, ctx)
+
+
+def int_operands(node: cst.CSTNode, ctx: RuleContext) -> list[tuple[str, cst.BaseExpression]]:
+    """Where `node` needs Python ints (as TCL107 reads them): each slice bound of a subscript, each size
+    argument of `torch.zeros`-like factories, `.view`-like methods, `.narrow` and `range()`."""
+    if isinstance(node, cst.Subscript):
+        return [
+            ("a slice bound", bound)
+            for element in node.slice
+            if isinstance(element.slice, cst.Slice)
+            for bound in (element.slice.lower, element.slice.upper, element.slice.step)
+            if bound is not None
+        ]
+    if not isinstance(node, cst.Call):
+        return []
+    func, full = node.func, ctx.resolve(node.func) or ""
+    sizes = [arg.value for arg in node.args if arg.keyword is None and not arg.star]
+    if isinstance(func, cst.Name) and func.value == "range" and "range" not in ctx.imports.aliases:
+        op, what = "range", "a `range()` bound"
+    elif full.startswith("torch.") and full.count(".") == 1 and full.split(".")[1] in SIZE_FACTORIES:
+        op, what = full.split(".")[1], f"a size of `{full}`"
+    elif isinstance(func, cst.Attribute) and func.attr.value in (*SIZE_METHODS, NARROW):
+        op, what = func.attr.value, f"a size given to `.{func.attr.value}()`"
+    else:
+        return []
+    if op in FILLED:
+        sizes = sizes[:1]
+    elif op == NARROW:
+        sizes = sizes[1:]
+    return [(what, size) for size in sizes]
+
+
+def int_uses(name: str, ctx: RuleContext) -> list[str]:
+    """How the function being walked uses `name` where Python needs an int (see `int_operands`)."""
+    if ctx.function is None:
+        return []
+    uses: list[str] = []
+
+    class _Uses(cst.CSTVisitor):
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            uses.extend(what for what, value in int_operands(node, ctx) if _mentions(value, name))
+            return True
+
+    ctx.function.node.visit(_Uses())
+    return uses
+
+
+def _mentions(node: cst.CSTNode, name: str) -> bool:
+    return (isinstance(node, cst.Name) and node.value == name) or any(_mentions(c, name) for c in node.children)
 
 
 def _is_tensor_item(node: cst.CSTNode, ctx: RuleContext) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from compile_lint.analysis.names import dotted
 from compile_lint.analysis.tensors import Kind, TensorFacts, join_kinds, short_code, without_item
 from compile_lint.analysis.walker import RuleContext
 from compile_lint.rules.base import CAPTURE_SCALAR, Example, Rule
@@ -107,7 +108,9 @@ class TensorCondition(Rule):
         Example("@torch.compile\ndef f(x):\n    if x.sum().item() > 0:\n        return x\n    return -x\n"),
     )
 
-    def _check(self, test: cst.BaseExpression, node: cst.CSTNode, construct: str, ctx: RuleContext) -> None:
+    def _check(
+        self, test: cst.BaseExpression, node: cst.CSTNode, construct: str, ctx: RuleContext, reporter: str = ""
+    ) -> None:
         kind = condition_kind(test, ctx.facts)
         if python_bool_call(without_not(test), ctx) is not None:
             return  # `if torch.equal(a, b):` breaks at the call, before any branch (TCL106)
@@ -120,11 +123,13 @@ class TensorCondition(Rule):
         else:
             return
         fix = FIXES[construct].format(cond=as_tensor_condition(test))
+        if reporter:
+            fix = REPORT_FIX.format(test=short_code(test, limit=60), call=reporter)
         ctx.report(self, node, message, condition=condition, fix=fix)
         _claim_operators(test, ctx)
 
     def visit_If(self, node: cst.If, ctx: RuleContext) -> None:
-        self._check(node.test, node.test, "if", ctx)
+        self._check(node.test, node.test, "if", ctx, _only_reports(node))
 
     def visit_While(self, node: cst.While, ctx: RuleContext) -> None:
         self._check(node.test, node.test, "while", ctx)
@@ -148,6 +153,33 @@ class TensorCondition(Rule):
         if id(node) in ctx.reported:
             return
         self._check(node.left, node, "and" if isinstance(node.operator, cst.And) else "or", ctx)
+
+
+REPORTERS = frozenset({"print", "warnings.warn"})
+REPORTER_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical", "log"})
+REPORT_FIX = (
+    "The branch only reports (`{call}`): `torch.where` cannot select a side effect. Run the check only in eager "
+    "mode, `if not torch.compiler.is_compiling() and {test}:` (`and` stops before the tensor is read under "
+    "compile), or move it out of the compiled function."
+)
+
+
+def _only_reports(branch: cst.If) -> str:
+    """`if t.isnan().any(): print(...)` (no else): the first reporting call's name, or "" when the branch
+    does anything else."""
+    if branch.orelse is not None or not isinstance(branch.body, cst.IndentedBlock):
+        return ""
+    names = []
+    for statement in branch.body.body:
+        if not isinstance(statement, cst.SimpleStatementLine):
+            return ""
+        for small in statement.body:
+            call = small.value if isinstance(small, cst.Expr) else None
+            name = dotted(call.func) if isinstance(call, cst.Call) else None
+            if name is None or not (name in REPORTERS or name.rsplit(".", 1)[-1] in REPORTER_METHODS):
+                return ""
+            names.append(name)
+    return names[0] if names else ""
 
 
 CONSTRUCTS = {

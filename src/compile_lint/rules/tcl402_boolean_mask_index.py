@@ -18,13 +18,17 @@ def _store_targets(target: cst.BaseExpression) -> list[cst.Subscript]:
     return []
 
 
+MASKED_REDUCTIONS = frozenset({"sum", "mean"})
+
+
 class BooleanMaskIndex(Rule):
     code = "TCL402"
     name = "boolean-mask-index"
     summary = "Reading `x[mask]` with a boolean tensor mask breaks the graph"
     gb_codes = ("GB0036",)
     fix = (
-        "Keep the shape static: `torch.where(mask, x, 0)` (or `x * mask`) and reduce over it; "
+        "Keep the shape static: `torch.where(mask, x, 0)` (or `x * mask`) and reduce over it, dividing a mean "
+        "by the selected count: `torch.where(mask, x, 0).sum() / mask.sum()`; "
         f"or set `torch._dynamo.config.{CAPTURE_DYNAMIC} = True`."
     )
     silenced_by = CAPTURE_DYNAMIC
@@ -61,6 +65,36 @@ class BooleanMaskIndex(Rule):
         # A plain store through a mask keeps the shape (no break, measured): claim it so it stays silent.
         for target in node.targets:
             ctx.reported.update(id(s) for s in _store_targets(target.target))
+
+    def visit_Call(self, node: cst.Call, ctx: RuleContext) -> None:
+        """`x[mask].mean()` / `.sum()`: the fix keeps the reduction's numerics (a masked mean divides by the
+        number of selected elements, not by all of them)."""
+        func = node.func
+        if node.args or not isinstance(func, cst.Attribute) or func.attr.value not in MASKED_REDUCTIONS:
+            return
+        read = func.value
+        if not isinstance(read, cst.Subscript) or id(read) in ctx.reported or not ctx.facts.may_be_tensor(read.value):
+            return
+        index = read.slice[0].slice if len(read.slice) == 1 else None
+        if not (isinstance(index, cst.Index) and ctx.facts.is_mask(index.value)):
+            return
+        ctx.reported.add(id(read))
+        source, mask, factor = short_code(read.value), short_code(index.value), receiver_code(index.value)
+        selected = f"torch.where({mask}, {source}, 0).sum()"
+        if func.attr.value == "sum":
+            fix = f"Keep the shape static: `{selected}` (the same sum, zeros where the mask is False)"
+        else:
+            fix = (
+                f"Keep the shape static: `{selected} / {factor}.sum()` is the same masked mean (the mean over the "
+                f"selected elements; `torch.where(...).mean()` would divide by every element), or "
+                f"`({source} * {factor}).sum() / {factor}.sum()` when the values left out are finite"
+            )
+        ctx.report(
+            self,
+            read,
+            f"`{short_code(read)}` selects with a boolean mask: its size depends on the data",
+            fix=f"{fix}; or set `torch._dynamo.config.{CAPTURE_DYNAMIC} = True`.",
+        )
 
     def visit_Subscript(self, node: cst.Subscript, ctx: RuleContext) -> None:
         if id(node) in ctx.reported or not ctx.facts.may_be_tensor(node.value):

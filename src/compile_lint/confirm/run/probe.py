@@ -50,6 +50,7 @@ class Variation:
     other_recompiles: int = 0  # recompiles whose guards blame something else (e.g. a branch's data)
     explained: list[dict[str, Any]] = field(default_factory=list)  # explain.Explained of its failed guards
     limit_after: int = 0  # distinct values after which recompile_limit is hit, when every value recompiles
+    not_probed: str = ""  # why this could not be varied (the call raised), shown instead of a verdict
 
     @property
     def every_call(self) -> bool:
@@ -108,8 +109,9 @@ def _specialized(
                     variation.reasons.append(found["guard"])
                     if not variation.explained:
                         variation.explained.append(found)
-        except Exception:
-            return Variation(variation.trigger)
+        except Exception as error:
+            torch._dynamo.reset()
+            return Variation(variation.trigger, not_probed=f"the call raises with {slot[1]} changed: {_brief(error)}")
     if variation.every_call:
         variation.suggestion = advice[1]
         variation.limit_after = values_to_limit(1, limit)
@@ -164,8 +166,9 @@ def _value_guard(code: Any, name: str, value: Any) -> dict[str, Any] | None:
 def probe_sizes(
     call: Call, args: tuple[Any, ...], kwargs: dict[str, Any], names: list[str], log: DynamoLog
 ) -> list[Variation]:
-    """From a fresh compile with every size dynamic: dimensions that still recompile, and those that
-    vary freely."""
+    """From a fresh compile with every size dynamic: dimensions that still recompile, those that vary
+    freely, and those that could not be probed (with why). Tensors with the same size at a dimension
+    in this call grow together there (`input_ids` and `attention_mask` share their batch)."""
     tensors = [(slot, value) for slot, value in _slots(args, kwargs, names) if isinstance(value, torch.Tensor)]
     if not tensors:
         return []
@@ -174,58 +177,76 @@ def probe_sizes(
     with torch._dynamo.config.patch(assume_static_by_default=False):
         try:
             call(args, kwargs)
-        except Exception:
-            return []  # the code does not compile with symbolic sizes: nothing to vary
+        except Exception as error:
+            return [Variation("tensor sizes", not_probed=f"the code does not run with dynamic sizes: {_brief(error)}")]
+        groups: dict[tuple[int, int], list[tuple[Slot, torch.Tensor]]] = {}
         for slot, value in tensors:
-            found.extend(_tensor_variations(call, args, kwargs, slot, value, log))
-    return [v for v in found if v.recompiled_calls or v.free_dims]
-
-
-def _tensor_variations(
-    call: Call,
-    args: tuple[Any, ...],
-    kwargs: dict[str, Any],
-    slot: Slot,
-    value: torch.Tensor,
-    log: DynamoLog,
-) -> list[Variation]:
-    name = slot[1]
-    found = []
-    free = []
-    for dim, size in enumerate(value.shape):
-        dynamic = f"`torch._dynamo.mark_dynamic({name}, {dim})` before the first call"
-        advice = (
-            f"size {dim} recompiled once even with dynamic sizes: check for code that specializes on it",
-            f"every new size of dim {dim} recompiles even with dynamic sizes: the code specializes on it "
-            f"(a shape-dependent branch, loop or view); {dynamic} would raise and show where",
-        )
-        values = [_resized(value, dim, size + grow) for grow in (1, 2)]
-        variation = _vary(
-            call,
-            args,
-            kwargs,
-            slot,
-            values,
-            Variation(f"{name} dim {dim} ({size} -> {size + 1} -> {size + 2})"),
-            log,
-            advice,
-            caused=lambda guard: "size mismatch" in guard or "stride mismatch" in guard,
-        )
-        if variation.recompiled_calls:
-            found.append(variation)
-        elif variation.calls:
-            free.append(dim)
-    if free:
-        marks = "; ".join(f"torch._dynamo.mark_dynamic({name}, {dim})" for dim in free)
+            for dim, size in enumerate(value.shape):
+                groups.setdefault((dim, size), []).append((slot, value))
+        free: dict[str, list[int]] = {}  # dims that varied with no recompile, per group of tensors
+        for (dim, size), group in groups.items():
+            variation = _grown_together(call, args, kwargs, group, dim, size, log)
+            if variation.free_dims:
+                free.setdefault(", ".join(slot[1] for slot, _ in group), []).append(dim)
+            elif variation.recompiled_calls or variation.not_probed:
+                found.append(variation)
+    for tensors_named, dims in free.items():
+        marks = "; ".join(f"torch._dynamo.mark_dynamic({n}, {d})" for n in tensors_named.split(", ") for d in dims)
         found.append(
             Variation(
-                f"{name} dims {', '.join(map(str, free))} (each grown by 1 and 2, sizes dynamic)",
-                free_dims=free,
+                f"{tensors_named} dims {', '.join(map(str, dims))} (each grown by 1 and 2, sizes dynamic)",
+                free_dims=dims,
                 suggestion=f"no recompile once dynamic; by default the first new size of each recompiles once "
                 f"(automatic dynamic): if they vary, `{marks}` before the first call, or `dynamic=True`",
             )
         )
     return found
+
+
+def _grown_together(
+    call: Call,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    group: list[tuple[Slot, torch.Tensor]],
+    dim: int,
+    size: int,
+    log: DynamoLog,
+) -> Variation:
+    """Dimension `dim` (of size `size`) of every tensor in `group`, grown by 1 and then 2 at once."""
+    names = ", ".join(slot[1] for slot, _ in group)
+    marks = "; ".join(f"torch._dynamo.mark_dynamic({slot[1]}, {dim})" for slot, _ in group)
+    advice = (
+        f"size {dim} recompiled once even with dynamic sizes: check for code that specializes on it",
+        f"every new size of dim {dim} recompiles even with dynamic sizes: the code specializes on it "
+        f"(a shape-dependent branch, loop or view); `{marks}` before the first call would raise and show where",
+    )
+    variation = Variation(f"{names} dim {dim} ({size} -> {size + 1} -> {size + 2})")
+    changes = [{slot[0]: _resized(value, dim, size + grow) for slot, value in group} for grow in (1, 2)]
+    naming = re.compile("|".join(rf"\b{re.escape(slot[1])}\b" for slot, _ in group))
+    for change in changes:
+        changed_args = tuple(change.get(i, a) for i, a in enumerate(args))
+        changed_kwargs = {k: change.get(k, v) for k, v in kwargs.items()}
+        try:
+            _observe(
+                variation,
+                lambda a=changed_args, k=changed_kwargs: call(a, k),  # type: ignore[misc]
+                log,
+                lambda guard: "size mismatch" in guard or "stride mismatch" in guard,
+            )
+        except Exception as error:
+            alone = " grown alone" if len(group) == 1 else " grown together"
+            return Variation(variation.trigger, not_probed=f"the call raises with {names}{alone}: {_brief(error)}")
+    if variation.recompiled_calls:
+        variation.suggestion = advice[1] if variation.every_call and variation.calls > 1 else advice[0]
+        variation.reasons = sorted(variation.reasons, key=lambda r: naming.search(r) is None)[:MAX_REASONS]
+    elif variation.calls:
+        variation.free_dims = [dim]
+    return variation
+
+
+def _brief(error: Exception) -> str:
+    lines = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {lines[0] if lines else ''}"[:300]
 
 
 def probe_dtypes(

@@ -223,6 +223,13 @@ class WorkerPool:
                 self.worker = None
         return self.environment
 
+    def stop(self) -> None:
+        """Kill the worker from another thread: the request running in it ends as "crashed"."""
+        worker = self.worker
+        if worker is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(worker.process.pid, signal.SIGKILL)
+
     def close(self) -> None:
         if self.worker is not None:
             self.worker.close()

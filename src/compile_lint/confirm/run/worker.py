@@ -22,7 +22,10 @@ import json
 import linecache
 import os
 import platform
+import select
+import signal
 import sys
+import threading
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -428,9 +431,27 @@ def serve(requests: TextIO, replies: TextIO) -> None:
             channel.send({"outcome": "error", "error": f"compile-lint internal error: reply not sent: {error}"})
 
 
+def end_with_parent(requests: int) -> None:
+    """End this worker, and what it started, once the parent's end of the request pipe closes: the
+    parent is gone, whatever ended it (even SIGKILL), and nobody enforces the time or memory limits
+    any more. A thread, since the main thread may be deep in a target that never returns."""
+
+    def watch() -> None:
+        poller = select.poll()
+        poller.register(requests, 0)  # no events asked for: wakes only when the pipe hangs up
+        while not poller.poll():
+            pass
+        if os.getpgid(0) == os.getpid():  # the parent starts each worker as its own process group
+            os.killpg(0, signal.SIGKILL)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    threading.Thread(target=watch, name="end-with-parent", daemon=True).start()
+
+
 def main() -> None:
     """Keep private copies of the pipes, then give the user's code /dev/null and stderr."""
     requests = os.fdopen(os.dup(0), "r", encoding="utf-8")
+    end_with_parent(requests.fileno())
     replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)

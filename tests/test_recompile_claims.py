@@ -161,3 +161,58 @@ def test_one_compiled_function_per_value_never_recompiles(fixed: ModuleType) -> 
         for mode in ("train", "eval", "train", "eval"):
             fixed.run_head(X, mode)
     assert log.recompiles == [] and log.breaks == []
+
+
+# -- TCL503: range() over an int parameter or a tensor size ----------------------------------------
+
+TEN = range(1, 11)
+
+
+def test_range_over_int_parameter_recompiles_per_value(flagged: ModuleType) -> None:
+    log = run(flagged.Denoiser(), [(X, n) for n in TEN])
+    assert len(log.recompiles) == 8 and log.limit_hits  # every new value, up to recompile_limit
+    assert guards_on_flagged_lines(log, "TCL503") or "n_steps == 1" in log.recompiles[0]
+
+
+def test_range_over_size_recompiles_per_size(flagged: ModuleType) -> None:
+    log = run(flagged.rows_twice, [(torch.randn(n, 8),) for n in TEN])
+    assert len(log.recompiles) == 8 and log.limit_hits  # automatic dynamic does not help a loop bound
+
+
+def test_range_over_size_recompiles_per_size_with_dynamic_true(flagged: ModuleType) -> None:
+    with capture_dynamo_log() as log:
+        compiled = torch.compile(flagged.rows_twice, backend="eager", dynamic=True)
+        for n in TEN:
+            compiled(torch.randn(n, 8))
+    assert len(log.recompiles) == 8
+
+
+def test_sliced_int_parameter_recompiles_once(flagged: ModuleType) -> None:
+    """Why TCL503 is about range(): the same int used as a slice bound or a factor becomes dynamic."""
+    rows = torch.randn(12, 8)  # every bound within the rows: `x[:n]` never clamps
+    log = run(flagged.first_rows, [(rows, n) for n in TEN])
+    assert len(log.recompiles) == 1
+
+
+# -- TCL504: int and str module attributes changed by a setter between calls ---------------------
+
+
+def _setter_calls(module: Any, change: Callable[[Any, int], None]) -> DynamoLog:
+    with capture_dynamo_log() as log:
+        compiled = torch.compile(module, backend="eager")
+        for n in TEN:
+            change(module, n)
+            compiled(X)
+    assert not log.breaks
+    return log
+
+
+def test_int_attribute_setter_recompiles_per_value(flagged: ModuleType) -> None:
+    log = _setter_calls(flagged.ScaledHead(), lambda m, n: m.set_scale(n + 1))
+    assert len(log.recompiles) == 8 and log.limit_hits
+    assert guards_on_flagged_lines(log, "TCL504") or "self.scale ==" in log.recompiles[0]
+
+
+def test_str_attribute_setter_recompiles_per_value(flagged: ModuleType) -> None:
+    log = _setter_calls(flagged.ScaledHead(), lambda m, n: m.use("sum" * n))
+    assert len(log.recompiles) == 8 and log.limit_hits

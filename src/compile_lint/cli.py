@@ -16,6 +16,7 @@ from typing import IO, TYPE_CHECKING
 from rich.console import Console
 
 from compile_lint import __version__, atomic, notebooks, versions
+from compile_lint.analysis.source import source_lines
 from compile_lint.config import MODES, Config, ConfigError, load_config
 from compile_lint.engine import build_project, discover, lint
 from compile_lint.finding import Finding
@@ -30,7 +31,18 @@ EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 UNWRAPPED = 100_000  # the width of a console that is not a terminal: tables at their natural width, nothing wraps
 EXIT_UNCHECKED = 3  # --confirm: some target could not be checked (or nothing ran); --exit-zero does not cover it
 EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143  # the shell's codes for SIGINT and SIGTERM
-CONFIRM_ONLY = ("target", "backend", "timeout", "repro_dir", "memory_limit", "max_auto_targets", "auto_targets", "deep")
+CONFIRM_ONLY = (
+    "target",
+    "backend",
+    "timeout",
+    "repro_dir",
+    "memory_limit",
+    "max_auto_targets",
+    "auto_targets",
+    "deep",
+    "baseline",
+    "update_baseline",
+)
 
 
 def _codes(value: str) -> list[str]:
@@ -51,7 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "paths", nargs="*", default=["."], help="files, folders or notebooks (.ipynb) to lint (default: .)"
     )
-    formats = ["full", "concise", "json", "sarif", "github", "text"]
+    formats = ["full", "concise", "json", "sarif", "junit", "github", "text"]
     parser.add_argument(
         "--format",
         "--output-format",
@@ -159,6 +171,19 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="also the checks that compile each target again: a fullgraph=True run, recompiles with dynamic "
         "sizes, and whether each automatic fix removes its break (about twice the time)",
+    )
+    confirm.add_argument(
+        "--baseline",
+        type=Path,
+        metavar="FILE",
+        help="CI gate: compare breaks, graphs and recompiles per target and per line with FILE and fail only on "
+        "what got worse (FILE is written when missing)",
+    )
+    confirm.add_argument(
+        "--update-baseline",
+        action="store_true",
+        default=None,
+        help="rewrite the --baseline FILE with this run",
     )
     measure = parser.add_argument_group(
         "--timing / --coverage", "measure eager against compiled per target (imply --confirm; backend inductor)"
@@ -419,7 +444,48 @@ def run_confirm(args: argparse.Namespace, config: Config, console: Console) -> i
             names = ", ".join(f"{t.label} ({t.outcome})" for t in unchecked)
             errors.print(printable(f"compile-lint: not checked: {names}"), markup=False, soft_wrap=True)
         return EXIT_UNCHECKED
+    if args.baseline is not None:
+        return _gate(args, result, errors)
     return EXIT_FINDINGS if result.findings else EXIT_CLEAN
+
+
+def _gate(args: argparse.Namespace, result: ConfirmResult, log: Console) -> int:
+    """--baseline: fail only on what got worse than the file; write it when missing or asked to."""
+    from compile_lint.confirm.report import baseline
+
+    sources = {}
+    for path in {f.path for f in result.findings}:
+        try:
+            sources[path] = source_lines(Path(path).read_text(encoding="utf-8", errors="replace"))
+        except OSError:
+            sources[path] = []
+    current = baseline.snapshot(result.findings, result.targets, str(result.environment.get("torch", "")), sources)
+
+    def say(message: str) -> None:
+        log.print(f"compile-lint: baseline: {message}", markup=False, soft_wrap=True)
+
+    if args.update_baseline or not args.baseline.exists():
+        baseline.save(args.baseline, current)
+        lines = len(current["lines"])
+        say(f"wrote {args.baseline}: {len(current['regions'])} targets, {lines} lines with breaks or recompiles")
+        return EXIT_CLEAN
+    try:
+        old = baseline.load(args.baseline)
+    except baseline.BaselineError as error:
+        say(str(error))
+        return EXIT_ERROR
+    comparison = baseline.compare(old, current)
+    for note in comparison.notes:
+        say(note)
+    for change in comparison.better:
+        say(f"better: {change}")
+    for change in comparison.worse:
+        say(f"worse: {change}")
+    if comparison.worse:
+        say(f"{len(comparison.worse)} worse than {args.baseline}: fix them, or accept them with --update-baseline")
+        return EXIT_FINDINGS
+    say(f"nothing worse than {args.baseline}" + (" (update it with --update-baseline)" if comparison.better else ""))
+    return EXIT_CLEAN
 
 
 def _confirm_usage_problem(args: argparse.Namespace) -> str:
@@ -431,6 +497,8 @@ def _confirm_usage_problem(args: argparse.Namespace) -> str:
         value = getattr(args, name)
         if value is not None and value <= 0:
             return f"--{name.replace('_', '-')} must be greater than 0, got {value:g}"
+    if args.update_baseline and args.baseline is None:
+        return "--update-baseline needs --baseline FILE"
     if args.fix or args.unsafe_fixes or args.diff:
         return (
             "--fix, --unsafe-fixes and --diff do not combine with --confirm, which writes nothing "
@@ -468,6 +536,10 @@ def report(findings: list[Finding], files: int, fmt: str, console: Console, stat
         from compile_lint.reporters import sarif
 
         out.write(sarif.render(findings) + "\n")
+    elif fmt == "junit" and not statistics:
+        from compile_lint.reporters import junit
+
+        out.write(junit.render(findings, files) + "\n")
     elif fmt == "github" and not statistics:
         from compile_lint.reporters import github
 

@@ -22,6 +22,7 @@ from compile_lint.confirm.plan import TargetSpec, Unrunnable, UsageError, automa
 from compile_lint.confirm.report.fix_check import check_fixes
 from compile_lint.confirm.report.match import Observed, match
 from compile_lint.confirm.report.repro import write_all
+from compile_lint.confirm.run.explain import explanation_text
 from compile_lint.confirm.run.runner import GB, Limits, WorkerPool
 from compile_lint.engine import apply_filters, build_project, discover
 from compile_lint.finding import Finding
@@ -54,6 +55,7 @@ class TargetReport:
     graphs: int = 0
     breaks: int = 0
     own_recompiles: int = 0  # during the target's own call; the probe's deliberate ones are not counted
+    own_explained: list[dict[str, Any]] = field(default_factory=list)  # each of those: function, guard, line, why
     replayed_logging: int = 0  # torch 2.14's harmless breaks inside `logging` (not findings)
     one_graph: bool | None = None
     fullgraph_error: str = ""
@@ -240,6 +242,11 @@ def _collect(
             observed.executed.setdefault(path, set()).update(lines)
         for path, lines in run["traced"].items():
             observed.traced.setdefault(path, set()).update(lines)
+        for variation in run.get("recompiles", []):
+            explained = variation.get("explained") or []
+            variation["why"] = explanation_text(explained[0], variation.get("limit_after", 0)) if explained else ""
+        for explained in run.get("own_explained", []):
+            explained["why"] = explanation_text(explained)
         breaks = [brk for brk in run["breaks"] if not brk["replayed_logging"]]
         observed.breaks.extend((brk, label) for brk in breaks)
         observed.recompiles.extend((variation, label) for variation in run.get("recompiles", []))
@@ -247,6 +254,7 @@ def _collect(
         report.breaks = len(breaks)
         report.replayed_logging = len(run["breaks"]) - len(breaks)
         report.own_recompiles = run["own_recompiles"]
+        report.own_explained = run.get("own_explained", [])
         report.one_graph = run["one_graph"]
         report.fullgraph_error = run["fullgraph_error"]
         report.recompiles = run.get("recompiles", [])

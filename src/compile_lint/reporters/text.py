@@ -287,10 +287,15 @@ def render_confirm_summary(console: Console, targets: list[TargetReport], findin
             seen = "no recompile" if variation["free_dims"] else counts
             line = printable(f"  {target.label}: varying {variation['trigger']}: {seen}")
             console.print(Text(line), soft_wrap=True)
+            if variation.get("why"):
+                console.print(Text("      = why: ", style="dim") + Text(printable(variation["why"])), soft_wrap=True)
             suggestion = Text("      = suggest: ", style="dim") + Text(
                 printable(variation["suggestion"]), style="green"
             )
             console.print(suggestion, soft_wrap=True)
+        for number, explained in enumerate(target.own_explained, 1):
+            line = printable(f"  {target.label}: recompile {number} of its own call: {explained['why']}")
+            console.print(Text(line), soft_wrap=True)
     statuses = Counter(f.status for f in findings)
     totals = Table(title="Summary", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     for column, justify in (("", "left"), ("count", "right"), ("meaning", "left")):

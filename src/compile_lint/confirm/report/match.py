@@ -113,12 +113,21 @@ def blames(finding: Finding, rule: Rule, brk: dict[str, Any], real: str, linted:
 
 
 def _recompiled_here(finding: Finding, variation: dict[str, Any], real: str) -> bool:
+    """Did the variation recompile the finding's function, at the finding's lines when Dynamo named the user
+    line its failed guard came from?"""
+    lines = [e["user_line"] for e in variation.get("explained", []) if e["user_file"] and _same(e["user_file"], real)]
+    if lines:
+        return any(finding.line <= line <= finding.end_line for line in lines)
     name = (finding.function or "").rsplit(".", 1)[-1]
     for where in variation["functions"]:
         path, _, function = where.rpartition(":")
         if os.path.realpath(path.rpartition(":")[0]) == real and function == name:
             return True
     return False
+
+
+def _same(path: str, real: str) -> bool:
+    return os.path.realpath(path) == real
 
 
 def _break_details(brk: dict[str, Any], run: str) -> dict[str, Any]:
@@ -182,15 +191,21 @@ def _recompile_findings(observed: Observed, used: set[int], linted: dict[str, st
     for index, (variation, run) in enumerate(observed.recompiles):
         if index in used or not ((variation["every_call"] and variation["calls"] > 1) or variation["limit_hit"]):
             continue
+        explained = variation.get("explained") or []
         for where in variation["functions"][:1]:
             file_line, _, function = where.rpartition(":")
             file, _, line = file_line.rpartition(":")
+            user = next((e for e in explained if e["user_file"] and e["user_line"]), None)
+            if user is not None and os.path.realpath(user["user_file"]) in linted:
+                file, line = user["user_file"], str(user["user_line"])  # the line the guard came from
             path = linted.get(os.path.realpath(file))
             if path is None:
                 continue
             what = f"recompiled on {variation['recompiled_calls']} of {variation['calls']} calls"
             limit = ", then hit recompile_limit and ran eagerly" if variation["limit_hit"] else ""
             reason = f"; failed guard: `{variation['reasons'][0]}`" if variation["reasons"] else ""
+            if variation.get("why"):
+                reason = "; " + variation["why"]
             hint = f" (Dynamo: {variation['hint']})" if variation["hint"] else ""
             found.setdefault(
                 (path, int(line), variation["trigger"]),

@@ -18,15 +18,17 @@ Recompiles and their guard-failure reasons come from Dynamo's recompiles log.
 from __future__ import annotations
 
 import inspect
+import os
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import torch
 import torch._dynamo
 
-from compile_lint.confirm.run.capture import DynamoLog
+from compile_lint.confirm.run.capture import DynamoLog, library_of
+from compile_lint.confirm.run.explain import explain, values_to_limit
 
 RECOMPILING = re.compile(r"Recompiling function (\S+) in (.*):(\d+)")
 GUARD_LINE = re.compile(r"^\s*-\s*(\d+/\d+: .+)$", re.M)  # "- 0/0: tensor 'x' size mismatch ..."
@@ -46,6 +48,8 @@ class Variation:
     hint: str = ""  # Dynamo's own advice attached to the guard, if any
     free_dims: list[int] = field(default_factory=list)  # dimensions that varied with no recompile
     other_recompiles: int = 0  # recompiles whose guards blame something else (e.g. a branch's data)
+    explained: list[dict[str, Any]] = field(default_factory=list)  # explain.Explained of its failed guards
+    limit_after: int = 0  # distinct values after which recompile_limit is hit, when every value recompiles
     not_probed: str = ""  # why this could not be varied (the call raised), shown instead of a verdict
 
     @property
@@ -58,19 +62,105 @@ Slot = tuple[int | str, str]  # positional index or keyword, and the parameter's
 
 
 def probe_calls(
-    call: Call, args: tuple[Any, ...], kwargs: dict[str, Any], names: list[str], log: DynamoLog
+    call: Call, original: Any, args: tuple[Any, ...], kwargs: dict[str, Any], names: list[str], log: DynamoLog
 ) -> tuple[list[Variation], bool]:
-    """The variations that recompiled, and whether the same inputs recompile on every call (then
-    nothing else can be told apart). `call` has just run `args` under the default settings."""
+    """The variations that recompiled, and whether the same inputs recompile on every call (then the
+    scalars are told apart by the guards of the graph each new value compiled). `call` has just run
+    `args` under the default settings."""
     repeat = _repeat(call, args, kwargs, log)
-    if repeat.every_call:
-        return [repeat], True
     found = [repeat]
     for slot, value in _slots(args, kwargs, names):
         for trigger, values, advice in _scalar_variants(slot[1], value):
-            variation = Variation(trigger)
-            found.append(_vary(call, args, kwargs, slot, values, variation, log, advice, caused=_naming(slot[1])))
-    return [v for v in found if v.recompiled_calls], False
+            if repeat.every_call:
+                found.append(_specialized(call, original, args, kwargs, slot, values, Variation(trigger), advice))
+            else:
+                caused = _naming(slot[1])
+                found.append(_vary(call, args, kwargs, slot, values, Variation(trigger), log, advice, caused))
+    return [v for v in found if v.recompiled_calls], repeat.every_call
+
+
+def _specialized(
+    call: Call,
+    original: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    slot: Slot,
+    values: list[Any],
+    variation: Variation,
+    advice: tuple[str, str],
+) -> Variation:
+    """When every call recompiles anyway (a counter), a scalar recompiles per value if the graph compiled
+    for each new value guards it by that value (`L['n_steps'] == 3`, a loop bound); from a fresh state
+    with room for the counter's graphs."""
+    code = _code_of(original)
+    if code is None:
+        return variation
+    torch._dynamo.reset()
+    limit = int(torch._dynamo.config.recompile_limit)
+    with torch._dynamo.config.patch(recompile_limit=limit + 2 * len(values) + 2):
+        try:
+            call(args, kwargs)
+            for value in values:
+                call(*_changed(args, kwargs, slot[0], value))
+                variation.calls += 1
+                found = _value_guard(code, slot[1], value)
+                if found is not None:
+                    variation.recompiled_calls += 1
+                    variation.reasons.append(found["guard"])
+                    if not variation.explained:
+                        variation.explained.append(found)
+        except Exception as error:
+            torch._dynamo.reset()
+            return Variation(variation.trigger, not_probed=f"the call raises with {slot[1]} changed: {_brief(error)}")
+    if variation.every_call:
+        variation.suggestion = advice[1]
+        variation.limit_after = values_to_limit(1, limit)
+        variation.functions = [f"{code.co_filename}:{code.co_firstlineno}:{code.co_name}"]
+    torch._dynamo.reset()
+    return variation
+
+
+def _code_of(original: Any) -> Any:
+    function = type(original).forward if isinstance(original, torch.nn.Module) else original
+    return getattr(getattr(function, "__func__", function), "__code__", None)
+
+
+def _value_guard(code: Any, name: str, value: Any) -> dict[str, Any] | None:
+    """The newest graph of `code`'s guard `L['name'] == value`, explained, if it has one."""
+    entries = torch._dynamo.eval_frame._debug_get_cache_entry_list(code)
+    if not entries:
+        return None
+    root = entries[0].guard_manager.root
+    wanted = f"L[{name!r}] == {value!r}"
+    parts = [p for g in root.get_epilogue_lambda_guards() for p in g.verbose_code_parts()]
+    stack: list[Any] = [root]
+    while stack:
+        manager = stack.pop()
+        parts.extend(p for g in manager.get_leaf_guards() for p in g.verbose_code_parts())
+        stack.extend(manager.get_child_managers())
+    for part in parts:
+        guard, _, comment = part.partition("#")
+        if guard.strip() != wanted:
+            continue
+        user_code, _, where = comment.partition("#")
+        file_line = where.strip().split(" in ")[0]
+        short, _, line = file_line.rpartition(":")
+        user_file = code.co_filename if short and code.co_filename.endswith(short) else short or None
+        return {
+            "function": code.co_name,
+            "function_file": code.co_filename,
+            "function_line": code.co_firstlineno,
+            "graph": "",
+            "guard": f"{name} == {value!r}",
+            "source": name,
+            "kind": "parameter",
+            "user_file": user_file,
+            "user_line": int(line) if line.isdigit() else None,
+            "user_code": user_code.strip(),
+            "hint": "",
+            "graphs": len(entries),
+        }
+    return None
 
 
 def probe_sizes(
@@ -205,7 +295,8 @@ def _dtype_variation(
 def guard_rejections(original: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[str] | None:
     """Would calling with these arguments recompile? Dynamo's own guards of the graphs cached for
     `original`'s code, checked without compiling: [] if one graph accepts them, else each graph's
-    failed guard; None when nothing is cached for that code (the caller compiles to find out)."""
+    failed guard as Dynamo words it; None when nothing is cached for that code or the guards cannot
+    be checked here (the caller compiles to find out)."""
     function = type(original).forward if isinstance(original, torch.nn.Module) else original
     bound_self = original if isinstance(original, torch.nn.Module) else getattr(original, "__self__", None)
     function = getattr(function, "__func__", function)
@@ -215,18 +306,35 @@ def guard_rejections(original: Any, args: tuple[Any, ...], kwargs: dict[str, Any
     entries = torch._dynamo.eval_frame._debug_get_cache_entry_list(code)
     if not entries:
         return None
-    try:
-        bound = inspect.signature(function).bind(*((bound_self,) if bound_self is not None else ()), *args, **kwargs)
-    except TypeError:
+    try:  # the code's own parameters: a `(self, *args, **kwargs)` wrapper is guarded as `args[0]`
+        signature = inspect.signature(function, follow_wrapped=False)
+        bound = signature.bind(*((bound_self,) if bound_self is not None else ()), *args, **kwargs)
+    except (TypeError, ValueError):
         return None
     bound.apply_defaults()
+    frame_locals = dict(bound.arguments)
+    for name, cell in zip(code.co_freevars, getattr(function, "__closure__", None) or (), strict=False):
+        try:
+            frame_locals[name] = cell.cell_contents  # a wrapper's `fn`: Dynamo guards it too
+        except ValueError:
+            return None  # an empty cell: this is not how the frame will look
     reasons = []
     for entry in entries:
-        verdict = entry.guard_manager.check_verbose(dict(bound.arguments))
-        if verdict.result:
-            return []
-        reasons.extend(verdict.verbose_code_parts[:1])
+        try:
+            if entry.guard_manager.check_verbose(frame_locals).result:
+                return []
+            reasons.append(_fail_reason(entry, frame_locals))
+        except Exception:
+            return None  # the guards read something this frame lacks: compile to find out
     return reasons
+
+
+def _fail_reason(entry: Any, frame_locals: dict[str, Any]) -> str:
+    """Dynamo's own wording of the entry's first failed guard (`tensor 'args[0]' dtype mismatch. ...`)."""
+    from torch._dynamo.guards import get_guard_fail_reason_helper
+
+    reason = get_guard_fail_reason_helper(entry.guard_manager, frame_locals, None, getattr(entry, "backend", None))
+    return reason.removeprefix("None: ").splitlines()[0]
 
 
 def _repeat(call: Call, args: tuple[Any, ...], kwargs: dict[str, Any], log: DynamoLog) -> Variation:
@@ -236,6 +344,8 @@ def _repeat(call: Call, args: tuple[Any, ...], kwargs: dict[str, Any], log: Dyna
     while variation.calls < 2 or (variation.every_call and variation.calls <= limit and not variation.limit_hit):
         _observe(variation, lambda: call(args, kwargs), log)
     variation.reasons = variation.reasons[:MAX_REASONS]
+    if variation.every_call and variation.explained:
+        variation.limit_after = values_to_limit(variation.explained[0]["graphs"], limit)
     variation.suggestion = (
         "a value the function reads changes between calls (see the failed guard): keep it in a tensor "
         "(e.g. a registered buffer) or outside the compiled region"
@@ -291,14 +401,23 @@ def _vary(
     for value in values:
         changed_args, changed_kwargs = _changed(args, kwargs, slot[0], value)
         try:
-            _observe(variation, lambda a=changed_args, k=changed_kwargs: call(a, k), log, caused)  # type: ignore[misc]
+            run = lambda a=changed_args, k=changed_kwargs: call(a, k)  # noqa: E731
+            _observe(variation, run, log, caused)
         except Exception:
             return Variation(variation.trigger)
-    variation.suggestion = advice[1] if variation.every_call and variation.calls > 1 else advice[0]
+    per_value = variation.every_call and variation.calls > 1
+    variation.suggestion = advice[1] if per_value else advice[0]
+    if per_value and variation.explained:
+        limit = int(torch._dynamo.config.recompile_limit)
+        variation.limit_after = values_to_limit(variation.explained[0]["graphs"], limit)
     # Every cache entry lists its failed guards; the varied argument's guard is the telling one.
     naming = re.compile(rf"\b{re.escape(slot[1])}\b")
     variation.reasons = sorted(variation.reasons, key=lambda r: naming.search(r) is None)[:MAX_REASONS]
     return variation
+
+
+def _is_user_file(path: str) -> bool:
+    return os.path.isabs(path) and library_of(path) is None
 
 
 def _naming(name: str) -> Callable[[str], bool]:
@@ -334,6 +453,12 @@ def _observe(
             variation.other_recompiles += 1
     if ours:
         variation.recompiled_calls += 1
+    for message, _ in ours:
+        for explained in explain(message, _is_user_file):
+            record = asdict(explained)
+            known = {(e["function"], e["source"], e["user_line"]) for e in variation.explained}
+            if caused(explained.guard) and (explained.function, explained.source, explained.user_line) not in known:
+                variation.explained.append(record)
     for message, failed in ours:
         for reason, comment in failed:  # the guard, then the source line it came from
             hint = HINT.search(comment)

@@ -39,6 +39,7 @@ from torch._dynamo.utils import counters
 
 from compile_lint.confirm import TIMEOUT_ATTRIBUTE
 from compile_lint.confirm.run.capture import Break, Frame, capture_dynamo_log, forced_backend, library_of
+from compile_lint.confirm.run.explain import explain
 from compile_lint.confirm.run.inputs import (
     Made,
     NoInputs,
@@ -282,9 +283,12 @@ def run_target(made: Made, spec: dict[str, Any], files: set[str], channel: Chann
         result["traced"] = {os.path.realpath(f): sorted(lines) for f, lines in log.traced.items()}
         result["graphs"] = graph_count() - before
         result["own_recompiles"] = len(log.recompiles)  # during the target's own call, before any probe
+        result["own_explained"] = own_recompiles(log.recompiles)
         result["breaks"] = [break_record(b) for b in log.breaks]
         channel.note(stage=f"probing {target.name} for recompiles")
-        variations, every_call = probe_calls(call, target.args, target.kwargs, names, log)  # same compiled state
+        variations, every_call = probe_calls(
+            call, unwrapped(target.fn), target.args, target.kwargs, names, log
+        )  # same compiled state
         deep = spec.get("deep", False)  # the probes that compile again: --deep
         if not every_call:
             variations += probe_dtypes(call, unwrapped(target.fn), target.args, target.kwargs, names, log, deep)
@@ -297,6 +301,16 @@ def run_target(made: Made, spec: dict[str, Any], files: set[str], channel: Chann
             variations += probe_sizes(call, target.args, target.kwargs, names, log)
         result["recompiles"] = [{**asdict(v), "every_call": v.every_call} for v in variations]
     return {**result, "outcome": "ok"}
+
+
+def own_recompiles(messages: list[str]) -> list[dict[str, Any]]:
+    """Each recompile of the target's own call: the newest cached graph's failed guard, explained."""
+    found = []
+    for message in messages:
+        explained = explain(message, lambda path: os.path.isabs(path) and library_of(path) is None)
+        if explained:
+            found.append(asdict(explained[0]))
+    return found
 
 
 def check_fix(made: Made, spec: dict[str, Any], files: set[str], channel: Channel) -> dict[str, Any]:

@@ -122,3 +122,19 @@ def test_timing_options_imply_confirm_and_measure_options() -> None:
     options = _measure_options(args)
     assert options == MeasureOptions(coverage=True, tolerance=[1e-3, 1e-5], compile_mode=None, html_dir=Path("out"))
     assert _measure_options(build_parser().parse_args(["src", "--confirm"])) is None
+
+
+def test_outputs_that_could_not_be_compared_are_not_called_a_difference(tmp_path: Path) -> None:
+    report = measured()
+    assert report.timing is not None
+    report.timing["agreement"] = {
+        "ok": None, "message": "nothing in the output could be compared", "tolerance": "per-dtype defaults",
+        "max_abs_error": 0.0, "max_rel_error": 0.0, "tensors_compared": 0, "not_compared": ["output (Handle)"],
+    }  # fmt: skip
+    console = Console(record=True, width=220)
+    timing_text.render(console, [report])
+    text = console.export_text()
+    assert "DIFFER" not in text and "not compared" in text
+    assert "over 0 tensors" in text and "not compared (neither agreeing nor differing): output (Handle)" in text
+    page = html.write(tmp_path / "out", [report], [], {}).read_text()
+    assert "outputs differ" not in page and "outputs not compared: nothing in the output could be compared" in page

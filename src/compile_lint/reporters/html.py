@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from compile_lint import __version__
 from compile_lint.finding import Finding
-from compile_lint.reporters.timing_text import ms
+from compile_lint.reporters.timing_text import agreement_detail, ms
 
 if TYPE_CHECKING:
     from compile_lint.confirm.session import TargetReport
@@ -30,7 +30,7 @@ table { border-collapse: collapse; margin: .5em 0; }
 td, th { border: 1px solid #ddd; padding: 3px 8px; text-align: left; }
 th { background: #f4f4f4; } .bad { color: #b71c1c; font-weight: bold; } .good { color: #2e7d32; }
 .fix { background: #e8f5e9; padding: .5em 1em; border-left: 4px solid #2e7d32; }
-.muted { color: #666; } svg text { font: 12px system-ui, sans-serif; }
+.muted { color: #666; } .warn { color: #e65100; font-weight: bold; } svg text { font: 12px system-ui, sans-serif; }
 """
 
 
@@ -95,17 +95,17 @@ def section(target: TargetReport) -> str:
 
 def speed_summary(timing: dict[str, Any]) -> str:
     compiled, agreement = timing["compiled"], timing["agreement"]
-    agree = (
-        "<span class=good>outputs agree</span>"
-        if agreement["ok"]
-        else f"<span class=bad>outputs differ: {escape(agreement['message'])}</span>"
-    )
+    if agreement["ok"] is None:
+        agree = f"<span class=warn>outputs not compared: {escape(agreement['message'])}</span>"
+    elif agreement["ok"]:
+        agree = "<span class=good>outputs agree</span>"
+    else:
+        agree = f"<span class=bad>outputs differ: {escape(agreement['message'])}</span>"
     return (
         f"<p>Speed-up <b>{timing['speedup']:.2f}x</b> ({escape(timing['backend'])}, mode {escape(timing['mode'])}); "
         f"first compiled call {escape(ms(compiled['first_ms']))}: {escape(ms(compiled['compile_ms']))} compiling "
         f"({escape(compiled['cache'])} cache) and {escape(ms(compiled['run_ms']))} running; warm-cache compile "
-        f"{escape(ms(timing['warm_compile']['compile_ms']))}; {agree} (max abs error "
-        f"{agreement['max_abs_error']:.3g}, max rel error {agreement['max_rel_error']:.3g}).</p>"
+        f"{escape(ms(timing['warm_compile']['compile_ms']))}; {agree} ({escape(agreement_detail(agreement))}).</p>"
     )
 
 

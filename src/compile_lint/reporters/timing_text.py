@@ -57,7 +57,7 @@ def render_speed(console: Console, targets: list[TargetReport]) -> None:
         eager, compiled, agreement = timing["eager"], timing["compiled"], timing["agreement"]
         first = f"{ms(compiled['first_ms'])} ({ms(compiled['compile_ms'])} compile, {compiled['cache']})"
         warm = timing["warm_compile"]
-        agree = Text("agree", style="green") if agreement["ok"] else Text("DIFFER", style="bold red")
+        agree = agreement_cell(agreement)
         speedup = Text(f"{timing['speedup']:.2f}x", style="green" if timing["speedup"] >= 1 else "red")
         add_row(
             table,
@@ -74,13 +74,34 @@ def render_speed(console: Console, targets: list[TargetReport]) -> None:
             if timing[mode]["noisy"]:
                 spread = f"IQR {ms(timing[mode]['iqr_ms'])} over {timing[mode]['calls']} calls"
                 notes.append(Text(f"  {target.label}: {mode} timing is noisy (~): {spread}", style="yellow"))
-        if not agreement["ok"]:
+        if agreement["ok"] is False:
             notes.append(Text(f"  {target.label}: outputs differ: {agreement['message']}", style="red"))
-        errors = f"max abs error {agreement['max_abs_error']:.3g}, max rel error {agreement['max_rel_error']:.3g}"
-        notes.append(Text(f"  {target.label}: {errors} ({_tolerance(agreement['tolerance'])})", style="dim"))
+        notes.append(Text(f"  {target.label}: {agreement_detail(agreement)}", style="dim"))
     console.print(table)
     for note in notes:
         console.print(note, soft_wrap=True)
+
+
+def agreement_cell(agreement: dict[str, Any]) -> Text:
+    """agree / DIFFER / not compared (nothing in the outputs could be compared: not a difference)."""
+    if agreement["ok"] is None:
+        return Text("not compared", style="yellow")
+    return Text("agree", style="green") if agreement["ok"] else Text("DIFFER", style="bold red")
+
+
+def agreement_detail(agreement: dict[str, Any]) -> str:
+    """The errors over what was compared, and what was not."""
+    compared = agreement.get("tensors_compared")
+    over = f" over {compared} tensor{'s' * (compared != 1)}" if compared is not None else ""
+    text = (
+        f"max abs error {agreement['max_abs_error']:.3g}, max rel error {agreement['max_rel_error']:.3g}{over} "
+        f"({_tolerance(agreement['tolerance'])})"
+    )
+    skipped = agreement.get("not_compared") or []
+    if skipped:
+        shown = ", ".join(skipped[:3]) + (f" and {len(skipped) - 3} more" if len(skipped) > 3 else "")
+        text += f"; not compared (neither agreeing nor differing): {shown}"
+    return text
 
 
 def _tolerance(tolerance: Any) -> str:

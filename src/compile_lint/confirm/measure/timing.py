@@ -3,7 +3,7 @@
 Per target (the entries of a factory that share one callable are its input sets): the first call
 of each mode, split into compile and run from Dynamo's compilation metrics; the steady state
 (warm-up, then eager and compiled calls in alternation, each between two clock reads that
-synchronise the device); whether the outputs agree (`torch.testing.assert_close`); a profiled
+synchronise the device); whether the outputs agree (compare.py: every tensor inside them); a profiled
 steady step (coverage); every input set in turn on the same compiled function (recompiles, cache
 entries, memory, latency); last, a second compile after `torch._dynamo.reset()`, which finds
 inductor's caches warm. Eager runs use `set_stance("force_eager")`, so nested compiled code runs
@@ -26,6 +26,7 @@ import torch
 import torch._dynamo
 from torch._dynamo.utils import clear_compilation_metrics, get_compilation_metrics
 
+from compile_lint.confirm.measure.compare import agreement
 from compile_lint.confirm.measure.profile import compile_ids, coverage, synchronize
 from compile_lint.confirm.run.capture import DynamoLog, capture_dynamo_log
 from compile_lint.confirm.run.inputs import Made, NoInputs, unwrapped
@@ -382,35 +383,6 @@ def device_memory_reset() -> bool:
 
 def device_memory_peak() -> float:
     return float(torch.accelerator.memory.max_memory_allocated()) / MB
-
-
-def agreement(expected: Any, actual: Any, tolerance: list[float] | None) -> dict[str, Any]:
-    """assert_close (its per-dtype defaults unless `tolerance` is [rtol, atol]), plus the largest errors."""
-    pairs = list(zip(tensors_in(expected), tensors_in(actual), strict=False))
-    result: dict[str, Any] = {
-        "tolerance": "per-dtype defaults" if tolerance is None else {"rtol": tolerance[0], "atol": tolerance[1]},
-        "max_abs_error": max((abs_error(e, a) for e, a in pairs), default=0.0),
-        "max_rel_error": max((rel_error(e, a) for e, a in pairs), default=0.0),
-    }
-    rtol, atol = (tolerance[0], tolerance[1]) if tolerance else (None, None)
-    try:
-        torch.testing.assert_close(actual, expected, rtol=rtol, atol=atol, equal_nan=True)
-    except (AssertionError, TypeError, ValueError) as error:
-        return {**result, "ok": False, "message": " ".join(str(error).split())[:300]}
-    return {**result, "ok": True, "message": ""}
-
-
-def abs_error(expected: torch.Tensor, actual: torch.Tensor) -> float:
-    if expected.shape != actual.shape or expected.numel() == 0:
-        return 0.0 if expected.shape == actual.shape else float("inf")
-    return float((actual.double() - expected.double()).abs().max())
-
-
-def rel_error(expected: torch.Tensor, actual: torch.Tensor) -> float:
-    if expected.shape != actual.shape or expected.numel() == 0:
-        return 0.0 if expected.shape == actual.shape else float("inf")
-    diff = (actual.double() - expected.double()).abs()
-    return float((diff / expected.double().abs().clamp_min(torch.finfo(torch.float64).tiny)).max())
 
 
 def tensors_in(value: Any) -> Iterator[torch.Tensor]:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from compile_lint import __version__
 from compile_lint.finding import Finding
-from compile_lint.reporters.timing_text import agreement_detail, ms
+from compile_lint.reporters.timing_text import agreement_detail, compile_cost, machine_line, ms, timing_warnings
 
 if TYPE_CHECKING:
     from compile_lint.confirm.session import TargetReport
@@ -67,6 +67,8 @@ def section(target: TargetReport) -> str:
     if coverage and coverage.get("fix_first"):
         parts.append(f"<p class=fix><b>Fix first:</b> {escape(coverage['fix_first'])}</p>")
     parts.append(speed_summary(timing))
+    parts.append(f"<p class=muted>{escape(machine_line(timing))}</p>")
+    parts += [f"<p class=warn>Warning: {escape(warning)}</p>" for warning in timing_warnings(timing)]
     parts.append("<h3>Eager vs compiled, median per call</h3>")
     parts.append(bars([("eager", timing["eager"]["median_ms"]), ("compiled", timing["compiled"]["median_ms"])]))
     if coverage and "error" not in coverage:
@@ -196,9 +198,10 @@ def breaks_table(ranked: list[dict[str, Any]]) -> str:
             f"<tr><td>{rank}</td><td>{escape(brk['where'])}</td><td>{escape(brk.get('gb_code') or '')} "
             f"{escape(brk['gb_type'])}</td><td>{escape(ms(item['ms_per_step']))} ({item['share_of_step']:.0%}), "
             f"{item['gaps_per_step']:g} gaps</td>"
-            f"<td>{ops}</td><td>{escape(ms(item['runtime_ms_per_step']))}</td><td>{static}</td></tr>"
+            f"<td>{ops}</td><td>{escape(ms(item['runtime_ms_per_step']))}</td>"
+            f"<td>{escape(compile_cost(item.get('compile')))}</td><td>{static}</td></tr>"
         )
-    columns = ("#", "break", "GB", "cost per step", "eager ops", "Dynamo runtime", "static finding")
+    columns = ("#", "break", "GB", "cost per step", "eager ops", "Dynamo runtime", "compile", "static finding")
     head = "<tr>" + "".join(f"<th>{column}</th>" for column in columns) + "</tr>"
     return f"<table class=breaks>{head}{''.join(rows)}</table>"
 

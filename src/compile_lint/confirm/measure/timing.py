@@ -27,7 +27,7 @@ import torch._dynamo
 from torch._dynamo.utils import clear_compilation_metrics, get_compilation_metrics
 
 from compile_lint.confirm.measure.compare import agreement
-from compile_lint.confirm.measure.profile import compile_ids, coverage, synchronize
+from compile_lint.confirm.measure.profile import Attribution, compile_ids, coverage, synchronize
 from compile_lint.confirm.run.capture import DynamoLog, capture_dynamo_log
 from compile_lint.confirm.run.inputs import Made, NoInputs, unwrapped
 from compile_lint.confirm.run.probe import GUARD_LINE
@@ -51,6 +51,9 @@ def measure(request: dict[str, Any], context: Context) -> dict[str, Any]:
     files = user_files(request["files"])
     forget(files, spec["module"])
     context.states.forget(spec["module"])
+    default_threads = torch.get_num_threads()
+    if options.get("threads"):
+        torch.set_num_threads(options["threads"])
     try:
         try:
             module = load(spec, context.states)
@@ -83,6 +86,7 @@ def measure(request: dict[str, Any], context: Context) -> dict[str, Any]:
                 torch._dynamo.reset()
         return {"outcome": "ok", "runs": runs}
     finally:
+        torch.set_num_threads(default_threads)
         forget(files, spec["module"])
 
 
@@ -106,10 +110,11 @@ def measure_target(
     clear_compilation_metrics()
     fn = compile_target(primary, backend, options.get("mode"))
     result: dict[str, Any] = {"backend": backend, "mode": options.get("mode") or "default", "setup": setup(primary)}
+    load_before = os.getloadavg()
     with capture_dynamo_log() as log, compile_ids(log) as ids:
         compiled_out, compiled_first = first_call(fn, primary)
         first_compiles = compile_records(take_metrics())
-        breaks = {ids[i]: break_record(b) for i, b in enumerate(log.breaks) if i in ids}
+        logged = [{**break_record(b), "compile_id": ids.get(i)} for i, b in enumerate(log.breaks)]
         eager_steady, compiled_steady = steady(unwrapped(primary.fn), fn, primary)
         result["timing"] = {
             "eager": {"first_ms": eager_first * 1e3, **eager_steady},
@@ -124,12 +129,29 @@ def measure_target(
             "speedup": eager_steady["median_ms"] / compiled_steady["median_ms"],
             "agreement": agreement(eager_out, compiled_out, options.get("tolerance")),
             "breaks": len(log.breaks),
+            "machine": machine(load_before, options.get("threads")),
         }
         if options.get("coverage"):
-            result["coverage"] = coverage(lambda: fn(*primary.args, **primary.kwargs), trace, breaks)
+            attribution = Attribution(logged, first_compiles)
+            result["coverage"] = coverage(lambda: fn(*primary.args, **primary.kwargs), trace, attribution)
         result["timing"]["input_sets"] = run_input_sets(fn, sets, log, len(first_compiles))
     result["timing"]["warm_compile"] = warm_compile(primary, backend, options.get("mode"))
     return result
+
+
+def machine(load_before: tuple[float, float, float], asked: int | None) -> dict[str, Any]:
+    """What the machine was doing: the load average (1, 5, 15 minutes) when the measurement started
+    and after the steady state, the CPUs this process may run on, and the threads used (and why)."""
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return {
+        "load_average": list(load_before),
+        "load_average_after": list(os.getloadavg()),
+        "cpus": os.cpu_count(),
+        "cpus_usable": usable,
+        "threads": torch.get_num_threads(),
+        "threads_from": "--threads" if asked else "torch's default",
+        "interop_threads": torch.get_num_interop_threads(),
+    }
 
 
 def compile_target(target: Target, backend: str, mode: str | None) -> Callable[..., Any]:

@@ -51,9 +51,6 @@ def measure(request: dict[str, Any], context: Context) -> dict[str, Any]:
     files = user_files(request["files"])
     forget(files, spec["module"])
     context.states.forget(spec["module"])
-    default_threads = torch.get_num_threads()
-    if options.get("threads"):
-        torch.set_num_threads(options["threads"])
     try:
         try:
             module = load(spec, context.states)
@@ -86,7 +83,6 @@ def measure(request: dict[str, Any], context: Context) -> dict[str, Any]:
                 torch._dynamo.reset()
         return {"outcome": "ok", "runs": runs}
     finally:
-        torch.set_num_threads(default_threads)
         forget(files, spec["module"])
 
 
@@ -102,6 +98,8 @@ def measure_target(
     sets: list[Target], backend: str, options: dict[str, Any], files: set[str], trace: Path
 ) -> dict[str, Any]:
     primary = sets[0]
+    if options.get("threads"):  # after the import and the factory: the worker's clean state resets threads
+        torch.set_num_threads(options["threads"])
     state = Snapshot(primary)
     with torch.compiler.set_stance("force_eager"):
         eager_out, eager_first = first_call(unwrapped(primary.fn), primary)

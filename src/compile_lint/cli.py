@@ -25,7 +25,10 @@ if TYPE_CHECKING:
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 EXIT_UNCHECKED = 3  # --confirm: some target could not be checked (or nothing ran); --exit-zero does not cover it
-CONFIRM_ONLY = ("target", "backend", "timeout", "repro_dir", "memory_limit", "max_auto_targets", "auto_targets", "deep")
+CONFIRM_ONLY = (
+    *("target", "backend", "timeout", "repro_dir", "memory_limit", "max_auto_targets", "auto_targets", "deep"),
+    "nested_graph_breaks",
+)
 
 
 def _codes(value: str) -> list[str]:
@@ -154,6 +157,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="also the checks that compile each target again: a fullgraph=True run, recompiles with dynamic "
         "sizes, and whether each automatic fix removes its break (about twice the time)",
+    )
+    confirm.add_argument(
+        "--nested-graph-breaks",
+        action="store_true",
+        default=None,
+        help="also compile each target with torch._dynamo.config.nested_graph_breaks (torch versions that have "
+        "it) and show each break's cascade (frames run eagerly, resume functions) in both modes side by side",
     )
     measure = parser.add_argument_group(
         "--timing / --coverage", "measure eager against compiled per target (imply --confirm; backend inductor)"
@@ -361,6 +371,7 @@ def run_confirm(args: argparse.Namespace, config: Config, console: Console) -> i
         use_cache=not args.no_cache,
         measure=_measure_options(args),
         deep=bool(args.deep),
+        nested_graph_breaks=bool(args.nested_graph_breaks),
     )
     progress = text.ConfirmProgress(errors)
     try:

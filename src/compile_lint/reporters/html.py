@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from compile_lint import __version__
 from compile_lint.finding import Finding
+from compile_lint.reporters.text import cascade_note, owner_note
 from compile_lint.reporters.timing_text import agreement_detail, compile_cost, machine_line, ms, timing_warnings
 
 if TYPE_CHECKING:
@@ -232,8 +233,18 @@ def findings_table(findings: list[Finding]) -> str:
         return "<h2>Findings</h2><p>No findings.</p>"
     rows = "".join(
         f"<tr><td>{escape(f.path)}:{f.line}</td><td>{escape(f.code)}</td><td>{escape(f.status)}</td>"
-        f"<td>{escape(f.message)}</td></tr>"
+        f"<td>{escape(f.message)}</td><td>{_owner(f)}</td><td>{_cascade(f)}</td></tr>"
         for f in findings
     )
-    head = "<tr><th>where</th><th>code</th><th>status</th><th>message</th></tr>"
+    head = "<tr><th>where</th><th>code</th><th>status</th><th>message</th><th>owner</th><th>cascade</th></tr>"
     return f"<h2>Findings</h2><table class=findings>{head}{rows}</table>"
+
+
+def _owner(finding: Finding) -> str:
+    owner = finding.details.get("owner")
+    return escape(owner_note(owner, finding.details.get("fix_at"))) if owner else ""
+
+
+def _cascade(finding: Finding) -> str:
+    cascade = finding.details.get("cascade")
+    return escape(cascade_note(cascade)) if cascade else ""

@@ -12,7 +12,6 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -69,7 +68,17 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     (app / "model.py").write_text(USER_MODEL, encoding="utf-8")
     args = [CASCADE, str(app / "model.py"), "--target", f"{CASCADE}:make", "--target", f"{app / 'model.py'}:make"]
     process = subprocess.run(
-        [sys.executable, "-m", "compile_lint.cli", "--no-cache", "--format", "json", "--confirm", "--nested-graph-breaks", *args],
+        [
+            sys.executable,
+            "-m",
+            "compile_lint.cli",
+            "--no-cache",
+            "--format",
+            "json",
+            "--confirm",
+            "--nested-graph-breaks",
+            *args,
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -88,7 +97,9 @@ def at(report: dict[str, Any], path_end: str, line: int) -> dict[str, Any]:
 
 
 @pytest.mark.dynamo
-def test_a_break_in_a_callee_splits_its_caller_and_nested_graph_breaks_change_the_counts(report: dict[str, Any]) -> None:
+def test_a_break_in_a_callee_splits_its_caller_and_nested_graph_breaks_change_the_counts(
+    report: dict[str, Any],
+) -> None:
     item = at(report, "_cascade.py", 14)
     assert item["status"] == "confirmed" and item["details"]["owner"] == {"kind": "user"}
     cascade = item["details"]["cascade"]

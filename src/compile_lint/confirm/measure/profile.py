@@ -85,7 +85,7 @@ class Attribution:
 
     def of(self, gap: Gap) -> dict[str, Any] | None:
         frame = self.frames.get(gap.resumes or "")
-        resumed = RESUME.match(frame["code"]) if frame else None
+        resumed = RESUME.match(frame["code"] or "") if frame else None
         if resumed:
             brk = self.at(resumed.group(1), int(resumed.group(2)))
             if brk is not None:
@@ -109,7 +109,7 @@ class Attribution:
         resumes = sorted(
             cid
             for cid, frame in self.frames.items()
-            if (m := RESUME.match(frame["code"])) and (m.group(1), int(m.group(2))) in places
+            if (m := RESUME.match(frame["code"] or "")) and (m.group(1), int(m.group(2))) in places
         )
         return {
             "frames": [{"compile_id": cid, "seconds": self.frames[cid]["seconds"]} for cid in logged_in],

@@ -35,7 +35,7 @@ def take_frames() -> list[dict[str, Any]]:
     frames = [
         {
             "compile_id": str(entry.compile_id),
-            "code": entry.co_name,
+            "code": entry.co_name or "",  # None for a backward graph compiled on its own
             "file": os.path.realpath(entry.co_filename) if entry.co_filename else "",
             "line": entry.co_firstlineno,
             "failed": (entry.fail_reason or "").strip().splitlines()[0] if entry.fail_type else None,

@@ -122,3 +122,52 @@ def test_timing_options_imply_confirm_and_measure_options() -> None:
     options = _measure_options(args)
     assert options == MeasureOptions(coverage=True, tolerance=[1e-3, 1e-5], compile_mode=None, html_dir=Path("out"))
     assert _measure_options(build_parser().parse_args(["src", "--confirm"])) is None
+
+
+def test_outputs_that_could_not_be_compared_are_not_called_a_difference(tmp_path: Path) -> None:
+    report = measured()
+    assert report.timing is not None
+    report.timing["agreement"] = {
+        "ok": None, "message": "nothing in the output could be compared", "tolerance": "per-dtype defaults",
+        "max_abs_error": 0.0, "max_rel_error": 0.0, "tensors_compared": 0, "not_compared": ["output (Handle)"],
+    }  # fmt: skip
+    console = Console(record=True, width=220)
+    timing_text.render(console, [report])
+    text = console.export_text()
+    assert "DIFFER" not in text and "not compared" in text
+    assert "over 0 tensors" in text and "not compared (neither agreeing nor differing): output (Handle)" in text
+    page = html.write(tmp_path / "out", [report], [], {}).read_text()
+    assert "outputs differ" not in page and "outputs not compared: nothing in the output could be compared" in page
+
+
+def test_a_loaded_machine_and_measurements_that_disagree_are_said_plainly(tmp_path: Path) -> None:
+    from compile_lint.confirm.measure.measure import disagreement
+
+    report = measured()
+    assert report.timing is not None and report.coverage is not None
+    report.timing["machine"] = {
+        "load_average": [5.2, 4.0, 3.1], "load_average_after": [5.6, 4.1, 3.1], "cpus": 2, "cpus_usable": 2,
+        "threads": 2, "threads_from": "torch's default", "interop_threads": 2,
+    }  # fmt: skip
+    report.timing["input_sets"][0]["median_ms"] = 0.5
+    report.coverage["step_ms"] = 0.1  # the steady state said 0.5 ms: 5x apart
+    report.timing["disagreement"] = disagreement(report.timing, report.coverage)
+    assert report.timing["disagreement"]["ratio"] == 5.0
+    console = Console(record=True, width=400)
+    timing_text.render(console, [report])
+    text = console.export_text()
+    assert "measured with 2 threads (torch's default), load average 5.20, 4.00, 3.10" in text
+    assert "warning: the same compiled call measured steady state 0.5 ms, profiled step 0.1 ms" in text
+    assert "5.0x apart" in text and "load average 5.20 on 2 usable CPUs" in text and "rerun with --threads 1" in text
+    assert "load average 5.60 above the 2 usable CPUs while 2 threads compete" in text
+    page = html.write(tmp_path / "out", [report], [], {}).read_text()
+    assert "<p class=warn>Warning: the same compiled call measured" in page
+    report.coverage["step_ms"] = 0.4
+    assert disagreement(report.timing, report.coverage) is None  # 1.25x: figures of one call that agree
+
+
+def test_threads_option_reaches_the_measurement() -> None:
+    from compile_lint.cli import _measure_options
+
+    options = _measure_options(build_parser().parse_args(["src", "--threads", "1"]))
+    assert options is not None and options.threads == 1

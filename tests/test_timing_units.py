@@ -8,7 +8,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from compile_lint.confirm.measure.timing import Snapshot, agreement, clone, flag_out_of_line, grouped, setup  # noqa: E402
+from compile_lint.confirm.measure.compare import agreement  # noqa: E402
+from compile_lint.confirm.measure.timing import Snapshot, clone, flag_out_of_line, grouped, setup  # noqa: E402
 from compile_lint.confirm.run.inputs import Made  # noqa: E402
 from compile_lint.confirm.run.targets import Target  # noqa: E402
 

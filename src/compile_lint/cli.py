@@ -42,6 +42,7 @@ CONFIRM_ONLY = (
     "deep",
     "baseline",
     "update_baseline",
+    "nested_graph_breaks",
 )
 
 
@@ -185,6 +186,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="rewrite the --baseline FILE with this run",
     )
+    confirm.add_argument(
+        "--nested-graph-breaks",
+        action="store_true",
+        default=None,
+        help="also compile each target with torch._dynamo.config.nested_graph_breaks (torch versions that have "
+        "it) and show each break's cascade (frames run eagerly, resume functions) in both modes side by side",
+    )
     measure = parser.add_argument_group(
         "--timing / --coverage", "measure eager against compiled per target (imply --confirm; backend inductor)"
     )
@@ -214,8 +222,22 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"],
         help="torch.compile mode for --timing (reduce-overhead: CUDA graphs on a GPU)",
     )
+    measure.add_argument(
+        "--threads",
+        type=_positive_int,
+        metavar="N",
+        help="intra-op CPU threads while measuring (default: torch's, one per core); on a shared or loaded "
+        "machine --threads 1 is what can be measured",
+    )
     parser.add_argument("--version", action="version", version=f"compile-lint {__version__}")
     return parser
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, not {value}")
+    return value
 
 
 def _merge_cli(config: Config, args: argparse.Namespace) -> Config:
@@ -323,8 +345,8 @@ def run_add_noqa(args: argparse.Namespace, config: Config, console: Console) -> 
 
 
 def _measuring(args: argparse.Namespace) -> bool:
-    """--timing and what implies it: --coverage, --html, --tolerance, --compile-mode."""
-    return bool(args.timing or args.coverage or args.html or args.tolerance or args.compile_mode)
+    """--timing and what implies it: --coverage, --html, --tolerance, --compile-mode, --threads."""
+    return bool(args.timing or args.coverage or args.html or args.tolerance or args.compile_mode or args.threads)
 
 
 def _measure_options(args: argparse.Namespace) -> MeasureOptions | None:
@@ -337,6 +359,7 @@ def _measure_options(args: argparse.Namespace) -> MeasureOptions | None:
         tolerance=args.tolerance,
         compile_mode=None if args.compile_mode in (None, "default") else args.compile_mode,
         html_dir=args.html,
+        threads=args.threads,
     )
 
 
@@ -406,6 +429,7 @@ def run_confirm(args: argparse.Namespace, config: Config, console: Console) -> i
         use_cache=not args.no_cache,
         measure=_measure_options(args),
         deep=bool(args.deep),
+        nested_graph_breaks=bool(args.nested_graph_breaks),
     )
     progress = text.ConfirmProgress(errors)
     try:

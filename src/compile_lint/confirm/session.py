@@ -43,6 +43,7 @@ class ConfirmOptions:
     use_cache: bool = True
     measure: MeasureOptions | None = None  # --timing / --coverage
     deep: bool = False  # also the probes that compile again (fullgraph, dynamic sizes) and the fix checks
+    nested_graph_breaks: bool = False  # also count the cascade under torch._dynamo.config.nested_graph_breaks
 
 
 @dataclass
@@ -60,6 +61,7 @@ class TargetReport:
     one_graph: bool | None = None
     fullgraph_error: str = ""
     recompiles: list[dict[str, Any]] = field(default_factory=list)
+    cascade: dict[str, Any] | None = None  # frames, eager frames, resume functions, graphs (cascade.py)
     timing: dict[str, Any] | None = None  # --timing (see measure.py)
     coverage: dict[str, Any] | None = None  # --coverage
 
@@ -114,7 +116,11 @@ def confirm(paths: list[str], config: Config, options: ConfirmOptions, progress:
         covered: set[tuple[str, str]] = set()
 
         def request(spec: TargetSpec) -> dict[str, Any]:
-            target = {**spec.request(options.backend, options.shape), "deep": options.deep}
+            target = {
+                **spec.request(options.backend, options.shape),
+                "deep": options.deep,
+                "nested_graph_breaks": options.nested_graph_breaks,
+            }
             return {"target": target, "files": list(linted)}
 
         def run_all(batch: list[TargetSpec]) -> None:
@@ -258,4 +264,5 @@ def _collect(
         report.one_graph = run["one_graph"]
         report.fullgraph_error = run["fullgraph_error"]
         report.recompiles = run.get("recompiles", [])
+        report.cascade = run.get("cascade")
     return reports

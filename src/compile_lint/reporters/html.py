@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from compile_lint import __version__, atomic
 from compile_lint.finding import Finding
-from compile_lint.reporters.timing_text import ms
+from compile_lint.reporters.text import cascade_note, owner_note
+from compile_lint.reporters.timing_text import agreement_detail, compile_cost, machine_line, ms, timing_warnings
 
 if TYPE_CHECKING:
     from compile_lint.confirm.session import TargetReport
@@ -30,7 +31,7 @@ table { border-collapse: collapse; margin: .5em 0; }
 td, th { border: 1px solid #ddd; padding: 3px 8px; text-align: left; }
 th { background: #f4f4f4; } .bad { color: #b71c1c; font-weight: bold; } .good { color: #2e7d32; }
 .fix { background: #e8f5e9; padding: .5em 1em; border-left: 4px solid #2e7d32; }
-.muted { color: #666; } svg text { font: 12px system-ui, sans-serif; }
+.muted { color: #666; } .warn { color: #e65100; font-weight: bold; } svg text { font: 12px system-ui, sans-serif; }
 """
 
 
@@ -67,6 +68,8 @@ def section(target: TargetReport) -> str:
     if coverage and coverage.get("fix_first"):
         parts.append(f"<p class=fix><b>Fix first:</b> {escape(coverage['fix_first'])}</p>")
     parts.append(speed_summary(timing))
+    parts.append(f"<p class=muted>{escape(machine_line(timing))}</p>")
+    parts += [f"<p class=warn>Warning: {escape(warning)}</p>" for warning in timing_warnings(timing)]
     parts.append("<h3>Eager vs compiled, median per call</h3>")
     parts.append(bars([("eager", timing["eager"]["median_ms"]), ("compiled", timing["compiled"]["median_ms"])]))
     if coverage and "error" not in coverage:
@@ -95,17 +98,17 @@ def section(target: TargetReport) -> str:
 
 def speed_summary(timing: dict[str, Any]) -> str:
     compiled, agreement = timing["compiled"], timing["agreement"]
-    agree = (
-        "<span class=good>outputs agree</span>"
-        if agreement["ok"]
-        else f"<span class=bad>outputs differ: {escape(agreement['message'])}</span>"
-    )
+    if agreement["ok"] is None:
+        agree = f"<span class=warn>outputs not compared: {escape(agreement['message'])}</span>"
+    elif agreement["ok"]:
+        agree = "<span class=good>outputs agree</span>"
+    else:
+        agree = f"<span class=bad>outputs differ: {escape(agreement['message'])}</span>"
     return (
         f"<p>Speed-up <b>{timing['speedup']:.2f}x</b> ({escape(timing['backend'])}, mode {escape(timing['mode'])}); "
         f"first compiled call {escape(ms(compiled['first_ms']))}: {escape(ms(compiled['compile_ms']))} compiling "
         f"({escape(compiled['cache'])} cache) and {escape(ms(compiled['run_ms']))} running; warm-cache compile "
-        f"{escape(ms(timing['warm_compile']['compile_ms']))}; {agree} (max abs error "
-        f"{agreement['max_abs_error']:.3g}, max rel error {agreement['max_rel_error']:.3g}).</p>"
+        f"{escape(ms(timing['warm_compile']['compile_ms']))}; {agree} ({escape(agreement_detail(agreement))}).</p>"
     )
 
 
@@ -196,9 +199,10 @@ def breaks_table(ranked: list[dict[str, Any]]) -> str:
             f"<tr><td>{rank}</td><td>{escape(brk['where'])}</td><td>{escape(brk.get('gb_code') or '')} "
             f"{escape(brk['gb_type'])}</td><td>{escape(ms(item['ms_per_step']))} ({item['share_of_step']:.0%}), "
             f"{item['gaps_per_step']:g} gaps</td>"
-            f"<td>{ops}</td><td>{escape(ms(item['runtime_ms_per_step']))}</td><td>{static}</td></tr>"
+            f"<td>{ops}</td><td>{escape(ms(item['runtime_ms_per_step']))}</td>"
+            f"<td>{escape(compile_cost(item.get('compile')))}</td><td>{static}</td></tr>"
         )
-    columns = ("#", "break", "GB", "cost per step", "eager ops", "Dynamo runtime", "static finding")
+    columns = ("#", "break", "GB", "cost per step", "eager ops", "Dynamo runtime", "compile", "static finding")
     head = "<tr>" + "".join(f"<th>{column}</th>" for column in columns) + "</tr>"
     return f"<table class=breaks>{head}{''.join(rows)}</table>"
 
@@ -229,8 +233,18 @@ def findings_table(findings: list[Finding]) -> str:
         return "<h2>Findings</h2><p>No findings.</p>"
     rows = "".join(
         f"<tr><td>{escape(f.path)}:{f.line}</td><td>{escape(f.code)}</td><td>{escape(f.status)}</td>"
-        f"<td>{escape(f.message)}</td></tr>"
+        f"<td>{escape(f.message)}</td><td>{_owner(f)}</td><td>{_cascade(f)}</td></tr>"
         for f in findings
     )
-    head = "<tr><th>where</th><th>code</th><th>status</th><th>message</th></tr>"
+    head = "<tr><th>where</th><th>code</th><th>status</th><th>message</th><th>owner</th><th>cascade</th></tr>"
     return f"<h2>Findings</h2><table class=findings>{head}{rows}</table>"
+
+
+def _owner(finding: Finding) -> str:
+    owner = finding.details.get("owner")
+    return escape(owner_note(owner, finding.details.get("fix_at"))) if owner else ""
+
+
+def _cascade(finding: Finding) -> str:
+    cascade = finding.details.get("cascade")
+    return escape(cascade_note(cascade)) if cascade else ""

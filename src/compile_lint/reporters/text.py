@@ -137,7 +137,56 @@ def confirm_notes(finding: Finding) -> list[tuple[str, str]]:
         notes.append(("called from", " <- ".join(chain[1:])))
     if finding.status == "dynamic-only" and details.get("explanation"):
         notes.append(("explanation", details["explanation"]))
+    if details.get("owner"):
+        notes.append(("owner", owner_note(details["owner"], details.get("fix_at"))))
+    if details.get("cascade"):
+        notes.append(("cascade", cascade_note(details["cascade"])))
     return notes
+
+
+def owner_note(owner: dict[str, Any], fix_at: dict[str, Any] | None) -> str:
+    """Who owns the file the break is in; for code the user does not own, where they can act."""
+    name = "user code" if owner["kind"] == "user" else f"{owner['name']} {owner.get('version') or ''}".rstrip()
+    if fix_at is None:
+        return name
+    return f"{name}; fix at {fix_at['file']}:{fix_at['line']} (your call to `{fix_at['calls']}`)"
+
+
+def cascade_note(cascade: dict[str, Any]) -> str:
+    """What the break cost beyond its line; with --nested-graph-breaks, the same under that mode."""
+
+    def counts(one: dict[str, Any]) -> str:
+        eager, own, callers = one["eager_frames"], one["resume_own"], one["resume_in_callers"]
+        text = f"{len(eager)} frame{'s' * (len(eager) != 1)} run eagerly"
+        if eager:
+            text += f" ({', '.join(eager)})"
+        text += f", {len(own)} resume function{'s' * (len(own) != 1)} in its frame"
+        text += f", {len(callers)} in callers" + (f" ({', '.join(callers)})" if callers else "")
+        return text
+
+    text = counts(cascade)
+    if "nested" in cascade:
+        nested = cascade["nested"]
+        text += "; with nested graph breaks: " + (counts(nested) if nested else "not a break")
+    return text
+
+
+def totals_note(cascade: dict[str, Any]) -> str:
+    """A target's compiled frames, eager frames, resume functions and graphs, and the same with nested
+    graph breaks when asked for."""
+
+    def counts(one: dict[str, int]) -> str:
+        return (
+            f"{one['frames']} frames compiled, {one['eager_frames']} run eagerly, {one['resume_functions']} resume "
+            f"functions, {one['graphs']} graphs"
+        )
+
+    text = "cascade: " + counts(cascade["default"])
+    if "nested" in cascade:
+        text += "; with nested graph breaks: " + counts(cascade["nested"])
+    elif "nested_error" in cascade:
+        text += f"; nested graph breaks not measured: {cascade['nested_error']}"
+    return text
 
 
 def statistics(findings: list[Finding]) -> list[dict[str, Any]]:
@@ -271,6 +320,8 @@ def render_confirm_summary(console: Console, targets: list[TargetReport], findin
         elif target.fullgraph_error:
             note = printable(f"  {target.label}: fullgraph=True stops at {target.fullgraph_error}")
             console.print(Text(note, style="dim"), soft_wrap=True)
+        if target.cascade and target.outcome == "ok":
+            console.print(Text(f"  {target.label}: {totals_note(target.cascade)}", style="dim"), soft_wrap=True)
         if target.replayed_logging:
             count = target.replayed_logging
             note = printable(f"  {target.label}: {count} harmless breaks inside `logging` not counted: {REPLAYED}")

@@ -59,7 +59,7 @@ def render_speed(console: Console, targets: list[TargetReport]) -> None:
         eager, compiled, agreement = timing["eager"], timing["compiled"], timing["agreement"]
         first = f"{ms(compiled['first_ms'])} ({ms(compiled['compile_ms'])} compile, {compiled['cache']})"
         warm = timing["warm_compile"]
-        agree = Text("agree", style="green") if agreement["ok"] else Text("DIFFER", style="bold red")
+        agree = agreement_cell(agreement)
         speedup = Text(f"{timing['speedup']:.2f}x", style="green" if timing["speedup"] >= 1 else "red")
         add_row(
             table,
@@ -76,13 +76,67 @@ def render_speed(console: Console, targets: list[TargetReport]) -> None:
             if timing[mode]["noisy"]:
                 spread = f"IQR {ms(timing[mode]['iqr_ms'])} over {timing[mode]['calls']} calls"
                 notes.append(Text(f"  {target.label}: {mode} timing is noisy (~): {spread}", style="yellow"))
-        if not agreement["ok"]:
+        notes.append(Text(f"  {target.label}: {machine_line(timing)}", style="dim"))
+        for warning in timing_warnings(timing):
+            notes.append(Text(f"  {target.label}: warning: {warning}", style="bold yellow"))
+        if agreement["ok"] is False:
             notes.append(Text(f"  {target.label}: outputs differ: {agreement['message']}", style="red"))
-        errors = f"max abs error {agreement['max_abs_error']:.3g}, max rel error {agreement['max_rel_error']:.3g}"
-        notes.append(Text(f"  {target.label}: {errors} ({_tolerance(agreement['tolerance'])})", style="dim"))
+        notes.append(Text(f"  {target.label}: {agreement_detail(agreement)}", style="dim"))
     console.print(table)
     for note in notes:
         console.print(Text(printable(note.plain), style=note.style), soft_wrap=True)
+
+
+def machine_line(timing: dict[str, Any]) -> str:
+    """The load, CPUs and threads the timings were taken with."""
+    machine = timing.get("machine")
+    if not machine:
+        return "machine state not recorded"
+    load = ", ".join(f"{value:.2f}" for value in machine["load_average"])
+    after = machine["load_average_after"][0]
+    threads = machine["threads"]
+    return (
+        f"measured with {threads} thread{'s' * (threads != 1)} ({machine['threads_from']}), load average {load} "
+        f"(1, 5, 15 min; {after:.2f} after the steady state), {machine['cpus_usable']} usable CPUs of {machine['cpus']}"
+    )
+
+
+def timing_warnings(timing: dict[str, Any]) -> list[str]:
+    """Plain warnings: measurements of one call that disagree, a load above the CPUs with several threads."""
+    warnings = []
+    if timing.get("disagreement"):
+        warnings.append(timing["disagreement"]["message"])
+    machine = timing.get("machine")
+    if machine and machine["threads"] > 1:
+        load = max(machine["load_average"][0], machine["load_average_after"][0])
+        if load > machine["cpus_usable"]:
+            warnings.append(
+                f"load average {load:.2f} above the {machine['cpus_usable']} usable CPUs while {machine['threads']} "
+                "threads compete for them: the timings may measure the machine; --threads 1 is what it can measure"
+            )
+    return warnings
+
+
+def agreement_cell(agreement: dict[str, Any]) -> Text:
+    """agree / DIFFER / not compared (nothing in the outputs could be compared: not a difference)."""
+    if agreement["ok"] is None:
+        return Text("not compared", style="yellow")
+    return Text("agree", style="green") if agreement["ok"] else Text("DIFFER", style="bold red")
+
+
+def agreement_detail(agreement: dict[str, Any]) -> str:
+    """The errors over what was compared, and what was not."""
+    compared = agreement.get("tensors_compared")
+    over = f" over {compared} tensor{'s' * (compared != 1)}" if compared is not None else ""
+    text = (
+        f"max abs error {agreement['max_abs_error']:.3g}, max rel error {agreement['max_rel_error']:.3g}{over} "
+        f"({_tolerance(agreement['tolerance'])})"
+    )
+    skipped = agreement.get("not_compared") or []
+    if skipped:
+        shown = ", ".join(skipped[:3]) + (f" and {len(skipped) - 3} more" if len(skipped) > 3 else "")
+        text += f"; not compared (neither agreeing nor differing): {shown}"
+    return text
 
 
 def _tolerance(tolerance: Any) -> str:
@@ -138,7 +192,7 @@ def render_breaks(console: Console, target: TargetReport) -> None:
         return
     title = printable(f"Graph breaks of {target.label} by measured cost per step")
     table = Table(title=title, title_justify="left")
-    for column in ("#", "break", "cost", "eager ops in its gaps", "Dynamo runtime", "static finding"):
+    for column in ("#", "break", "cost", "eager ops in its gaps", "Dynamo runtime", "compile", "static finding"):
         table.add_column(column, overflow="fold")
     for rank, item in enumerate(ranked, start=1):
         brk = item["break"]
@@ -151,9 +205,19 @@ def render_breaks(console: Console, target: TargetReport) -> None:
             f"{ms(item['ms_per_step'])} ({item['share_of_step']:.0%}), {item['gaps_per_step']:g} gaps",
             ops,
             ms(item["runtime_ms_per_step"]),
+            compile_cost(item.get("compile")),
             f"{finding['code']} [{finding['status']}]" if finding else "none",
         )
     console.print(table)
     if coverage.get("fix_first"):
         fix_first = Text(printable(coverage["fix_first"]), style="green")
         console.print(Text("  fix first: ", style="bold") + fix_first, soft_wrap=True)
+
+
+def compile_cost(compile_: dict[str, Any] | None) -> str:
+    """The compile seconds of the frames a break was logged in and of the resume frames it created."""
+    if not compile_:
+        return "-"
+    parts = [f"frame {f['compile_id']} {f['seconds']:.2f} s" for f in compile_["frames"]]
+    parts += [f"resume {f['compile_id']} {f['seconds']:.2f} s" for f in compile_["resume_frames"]]
+    return f"{compile_['compile_s']:.2f} s ({', '.join(parts)})" if parts else "-"

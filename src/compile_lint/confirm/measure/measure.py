@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from compile_lint.confirm.session import TargetReport
 
 MEASURING_BACKEND = "inductor"
+DISAGREE = 3.0  # two measurements of one call this many times apart: the timings are not to be trusted
 TIMEOUT_FACTOR = 5  # an inductor compile, two timed modes and a profile cost more than one --confirm run
 
 
@@ -37,6 +38,7 @@ class MeasureOptions:
     tolerance: list[float] | None = None  # [rtol, atol]; None: assert_close's per-dtype defaults
     compile_mode: str | None = None  # torch.compile(mode=...), e.g. "reduce-overhead" (CUDA graphs)
     html_dir: Path | None = None
+    threads: int | None = None  # --threads: intra-op CPU threads while measuring; None: torch's default
 
 
 @dataclass
@@ -77,6 +79,7 @@ def measure_all(
                         "tolerance": measure.tolerance,
                         "mode": measure.compile_mode,
                         "trace_dir": str(trace_dir),
+                        "threads": measure.threads,
                     },
                 }
                 reply = pool.run(request)
@@ -126,6 +129,7 @@ def _attach(
         return
     report.timing = {**run["timing"], "backend": run["backend"], "mode": run["mode"], "setup": run["setup"]}
     report.timing["environment"] = {k: environment.get(k) for k in ("python", "torch", "device", "cuda_version")}
+    report.timing["disagreement"] = disagreement(run["timing"], run.get("coverage"))
     coverage = run.get("coverage")
     if coverage is None:
         return
@@ -181,3 +185,34 @@ def _keep_trace(name: str, label: str, directory: Path | None) -> str | None:
 
 def slug(label: str) -> str:
     return re.sub(r"\W+", "_", label).strip("_")[:80] or "target"
+
+
+def disagreement(timing: dict[str, Any], coverage: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Two measurements of the same compiled call more than DISAGREE times apart (steady state, the
+    profiled step, the first input set, which is the same inputs): what they are and what to do."""
+    figures = {"steady state": timing["compiled"]["median_ms"]}
+    if coverage and "error" not in coverage:
+        figures["profiled step"] = coverage["step_ms"]
+    sets = timing.get("input_sets") or []
+    if sets and sets[0].get("median_ms"):
+        figures["input set #0 (same inputs)"] = sets[0]["median_ms"]
+    low, high = min(figures.values()), max(figures.values())
+    if len(figures) < 2 or low <= 0 or high / low <= DISAGREE:
+        return None
+    machine = timing.get("machine", {})
+    load = machine.get("load_average", [None])[0]
+    cpus, threads = machine.get("cpus_usable"), machine.get("threads")
+    loaded = load is not None and cpus is not None and load > cpus
+    why = (
+        f"the machine was loaded (load average {load:.2f} on {cpus} usable CPUs) and {threads} threads were used"
+        if loaded
+        else f"the machine's load varied while measuring ({threads} threads)"
+    )
+    advice = "rerun with --threads 1" if threads != 1 else "rerun on an idle machine"
+    shown = ", ".join(f"{name} {value:.3g} ms" for name, value in figures.items())
+    return {
+        "figures_ms": figures,
+        "ratio": high / low,
+        "message": f"the same compiled call measured {shown}: {high / low:.1f}x apart, so these timings measure the "
+        f"machine, not the model: {why}; {advice} and compare the speed-up only between runs that agree",
+    }

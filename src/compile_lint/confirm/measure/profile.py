@@ -1,14 +1,19 @@
 """`--coverage` in the worker: profile steady-state steps, then rank the graph breaks by the time
 their gaps cost (the trace analysis itself is in `trace.py`).
 
-Which break caused a gap: the gap lies in region `F/C` (a compiled frame) after that frame's own
-graph, and Dynamo logged exactly one break while compiling `F/C` (a frame's graph ends at its
-break). The compile id of each logged break is read from Dynamo's compile context as it logs.
+Which break caused a gap, following resume frames: after a break Dynamo's code runs the broken
+line eagerly, then calls a resume frame named `torch_dynamo_resume_in_<fn>_at_<line>`; a gap that
+enters such a frame belongs to the break logged at that line of that function. Otherwise (a gap
+that enters no resume frame) it belongs to the break logged while compiling the region `F/C` it lies
+in after that frame's own graph (a frame's graph ends at its break). The compile id of each logged
+break is read from Dynamo's compile context as it logs; each ranked break carries the compile
+seconds of the frames it was logged in and of the resume frames it created.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import statistics
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -24,6 +29,7 @@ from compile_lint.confirm.run.capture import DynamoLog
 PROFILED_STEPS = 10
 GAPS_SHOWN = 5
 MS = 1e-3  # trace microseconds to milliseconds
+RESUME = re.compile(r"^torch_dynamo_resume_in_(.+)_at_(\d+)$")
 
 
 def synchronize() -> None:
@@ -66,7 +72,62 @@ def profile_steps(call: Callable[[], object], trace_path: Path) -> list[Step]:
     return steps(load_events(trace_path))
 
 
-def coverage(call: Callable[[], object], trace_path: Path, breaks_by_id: dict[str, dict[str, Any]]) -> dict[str, Any]:
+class Attribution:
+    """Gap -> the break that made it: by the resume frame the gap enters, else by the frame it is in.
+
+    `logged`: every break record with the `compile_id` of the frame being compiled when it was logged;
+    `frames`: the compiled frames (compile id, code name, compile seconds) from the compilation metrics."""
+
+    def __init__(self, logged: list[dict[str, Any]], frames: list[dict[str, Any]]) -> None:
+        self.logged = logged
+        self.frames = {frame["compile_id"]: frame for frame in frames}
+        self.by_id = {brk["compile_id"]: brk for brk in logged if brk.get("compile_id")}
+
+    def of(self, gap: Gap) -> dict[str, Any] | None:
+        frame = self.frames.get(gap.resumes or "")
+        resumed = RESUME.match(frame["code"] or "") if frame else None
+        if resumed:
+            brk = self.at(resumed.group(1), int(resumed.group(2)))
+            if brk is not None:
+                return brk
+        return self.by_id.get(gap.compile_id or "")
+
+    def at(self, function: str, line: int) -> dict[str, Any] | None:
+        """The first break logged at `line` of `function` (in any frame of its chain: a break in a callee
+        resumes its callers at their call lines)."""
+        for brk in self.logged:
+            for frame in brk["chain"] or [{"function": brk.get("user_function") or "", "line": brk["line"]}]:
+                if _base(frame["function"]) == function and frame["line"] == line:
+                    return brk
+        return None
+
+    def compile_cost(self, breaks: list[dict[str, Any]]) -> dict[str, Any]:
+        """The frames these (equal) breaks were logged in and the resume frames they created, with
+        their compile seconds."""
+        logged_in = sorted({b["compile_id"] for b in breaks if b.get("compile_id") in self.frames})
+        places = {(_base(f["function"]), f["line"]) for b in breaks for f in b["chain"]}
+        resumes = sorted(
+            cid
+            for cid, frame in self.frames.items()
+            if (m := RESUME.match(frame["code"] or "")) and (m.group(1), int(m.group(2))) in places
+        )
+        return {
+            "frames": [{"compile_id": cid, "seconds": self.frames[cid]["seconds"]} for cid in logged_in],
+            "resume_frames": [
+                {"compile_id": cid, "code": self.frames[cid]["code"], "seconds": self.frames[cid]["seconds"]}
+                for cid in resumes
+            ],
+            "compile_s": sum(self.frames[cid]["seconds"] for cid in {*logged_in, *resumes}),
+        }
+
+
+def _base(function: str) -> str:
+    """A resume frame's function is named after the function it resumes."""
+    resumed = RESUME.match(function)
+    return resumed.group(1) if resumed else function
+
+
+def coverage(call: Callable[[], object], trace_path: Path, attribution: Attribution) -> dict[str, Any]:
     """Shares of step time, the largest gaps and the breaks ranked by what their gaps cost per step."""
     profiled = profile_steps(call, trace_path)
     if not profiled:
@@ -86,17 +147,17 @@ def coverage(call: Callable[[], object], trace_path: Path, breaks_by_id: dict[st
         },
         "graphs_per_step": typical.graphs,
         "region_entries_per_step": typical.region_entries,
-        "gaps": [_gap(g, typical, breaks_by_id) for g in sorted(typical.gaps, key=lambda g: -g.duration)][:GAPS_SHOWN],
-        "breaks": rank_breaks(profiled, breaks_by_id),
-        "timeline": _timeline(typical, breaks_by_id),
+        "gaps": [_gap(g, typical, attribution) for g in sorted(typical.gaps, key=lambda g: -g.duration)][:GAPS_SHOWN],
+        "breaks": rank_breaks(profiled, attribution),
+        "timeline": _timeline(typical, attribution),
         "trace": trace_path.name,
     }
 
 
-def rank_breaks(profiled: list[Step], breaks_by_id: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each break's gap time per step, most expensive first. A break is its place and GB code: a
-    line that breaks in a loop resumes in a new frame (new compile id) each time, one break repeated.
-    Gaps with no break (region glue) are left out."""
+def rank_breaks(profiled: list[Step], attribution: Attribution) -> list[dict[str, Any]]:
+    """Each break's gap time per step, most expensive first, with the compile seconds of its frames.
+    A break is its place and GB code: a line that breaks in a loop resumes in a new frame (new
+    compile id) each time, one break repeated. Gaps with no break (region glue) are left out."""
     cost: dict[tuple[Any, ...], float] = {}
     count: dict[tuple[Any, ...], int] = {}
     ops: dict[tuple[Any, ...], dict[str, float]] = {}
@@ -104,10 +165,10 @@ def rank_breaks(profiled: list[Step], breaks_by_id: dict[str, dict[str, Any]]) -
     record: dict[tuple[Any, ...], dict[str, Any]] = {}
     for step in profiled:
         for gap in step.gaps:
-            brk = breaks_by_id.get(gap.compile_id or "")
+            brk = attribution.of(gap)
             if brk is None:
                 continue
-            key = (brk.get("user_file") or brk["file"], brk.get("user_line") or brk["line"], brk["gb_type"])
+            key = _key(brk)
             record.setdefault(key, brk)
             cost[key] = cost.get(key, 0.0) + gap.duration
             count[key] = count.get(key, 0) + 1
@@ -124,27 +185,32 @@ def rank_breaks(profiled: list[Step], breaks_by_id: dict[str, dict[str, Any]]) -
             "gaps_per_step": count[key] / steps_seen,
             "ops": [[name, us / steps_seen * MS] for name, us in sorted(ops.get(key, {}).items(), key=lambda i: -i[1])],
             "runtime_ms_per_step": runtime[key] / steps_seen * MS,
+            "compile": attribution.compile_cost([b for b in attribution.logged if _key(b) == key]),
         }
         for key in sorted(cost, key=lambda key: -cost[key])
     ]
 
 
-def _gap(gap: Gap, step: Step, breaks_by_id: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def _key(brk: dict[str, Any]) -> tuple[Any, ...]:
+    return (brk.get("user_file") or brk["file"], brk.get("user_line") or brk["line"], brk["gb_type"])
+
+
+def _gap(gap: Gap, step: Step, attribution: Attribution) -> dict[str, Any]:
     return {
         "start_ms": (gap.start - step.start) * MS,
         "ms": gap.duration * MS,
         "compile_id": gap.compile_id,
-        "break": breaks_by_id.get(gap.compile_id or ""),
+        "break": attribution.of(gap),
         "ops": [[name, us * MS] for name, us in gap.ops],
         "runtime_ms": gap.runtime * MS,
     }
 
 
-def _timeline(step: Step, breaks_by_id: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def _timeline(step: Step, attribution: Attribution) -> dict[str, Any]:
     """One step for the HTML timeline, in milliseconds from its start."""
     return {
         "step_ms": step.duration * MS,
         "graphs": [[(s - step.start) * MS, (e - step.start) * MS] for s, e in step.pieces],
         "regions": [[cid, (s - step.start) * MS, (e - step.start) * MS] for cid, s, e in step.regions],
-        "gaps": [_gap(g, step, breaks_by_id) for g in step.gaps],
+        "gaps": [_gap(g, step, attribution) for g in step.gaps],
     }

@@ -3,7 +3,7 @@
 Per target (the entries of a factory that share one callable are its input sets): the first call
 of each mode, split into compile and run from Dynamo's compilation metrics; the steady state
 (warm-up, then eager and compiled calls in alternation, each between two clock reads that
-synchronise the device); whether the outputs agree (`torch.testing.assert_close`); a profiled
+synchronise the device); whether the outputs agree (compare.py: every tensor inside them); a profiled
 steady step (coverage); every input set in turn on the same compiled function (recompiles, cache
 entries, memory, latency); last, a second compile after `torch._dynamo.reset()`, which finds
 inductor's caches warm. Eager runs use `set_stance("force_eager")`, so nested compiled code runs
@@ -26,7 +26,8 @@ import torch
 import torch._dynamo
 from torch._dynamo.utils import clear_compilation_metrics, get_compilation_metrics
 
-from compile_lint.confirm.measure.profile import compile_ids, coverage, synchronize
+from compile_lint.confirm.measure.compare import agreement
+from compile_lint.confirm.measure.profile import Attribution, compile_ids, coverage, synchronize
 from compile_lint.confirm.run.capture import DynamoLog, capture_dynamo_log
 from compile_lint.confirm.run.inputs import Made, NoInputs, unwrapped
 from compile_lint.confirm.run.probe import GUARD_LINE
@@ -97,6 +98,8 @@ def measure_target(
     sets: list[Target], backend: str, options: dict[str, Any], files: set[str], trace: Path
 ) -> dict[str, Any]:
     primary = sets[0]
+    if options.get("threads"):  # after the import and the factory: the worker's clean state resets threads
+        torch.set_num_threads(options["threads"])
     state = Snapshot(primary)
     with torch.compiler.set_stance("force_eager"):
         eager_out, eager_first = first_call(unwrapped(primary.fn), primary)
@@ -105,10 +108,11 @@ def measure_target(
     clear_compilation_metrics()
     fn = compile_target(primary, backend, options.get("mode"))
     result: dict[str, Any] = {"backend": backend, "mode": options.get("mode") or "default", "setup": setup(primary)}
+    load_before = os.getloadavg()
     with capture_dynamo_log() as log, compile_ids(log) as ids:
         compiled_out, compiled_first = first_call(fn, primary)
         first_compiles = compile_records(take_metrics())
-        breaks = {ids[i]: break_record(b) for i, b in enumerate(log.breaks) if i in ids}
+        logged = [{**break_record(b), "compile_id": ids.get(i)} for i, b in enumerate(log.breaks)]
         eager_steady, compiled_steady = steady(unwrapped(primary.fn), fn, primary)
         result["timing"] = {
             "eager": {"first_ms": eager_first * 1e3, **eager_steady},
@@ -123,12 +127,29 @@ def measure_target(
             "speedup": eager_steady["median_ms"] / compiled_steady["median_ms"],
             "agreement": agreement(eager_out, compiled_out, options.get("tolerance")),
             "breaks": len(log.breaks),
+            "machine": machine(load_before, options.get("threads")),
         }
         if options.get("coverage"):
-            result["coverage"] = coverage(lambda: fn(*primary.args, **primary.kwargs), trace, breaks)
+            attribution = Attribution(logged, first_compiles)
+            result["coverage"] = coverage(lambda: fn(*primary.args, **primary.kwargs), trace, attribution)
         result["timing"]["input_sets"] = run_input_sets(fn, sets, log, len(first_compiles))
     result["timing"]["warm_compile"] = warm_compile(primary, backend, options.get("mode"))
     return result
+
+
+def machine(load_before: tuple[float, float, float], asked: int | None) -> dict[str, Any]:
+    """What the machine was doing: the load average (1, 5, 15 minutes) when the measurement started
+    and after the steady state, the CPUs this process may run on, and the threads used (and why)."""
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return {
+        "load_average": list(load_before),
+        "load_average_after": list(os.getloadavg()),
+        "cpus": os.cpu_count(),
+        "cpus_usable": usable,
+        "threads": torch.get_num_threads(),
+        "threads_from": "--threads" if asked else "torch's default",
+        "interop_threads": torch.get_num_interop_threads(),
+    }
 
 
 def compile_target(target: Target, backend: str, mode: str | None) -> Callable[..., Any]:
@@ -382,35 +403,6 @@ def device_memory_reset() -> bool:
 
 def device_memory_peak() -> float:
     return float(torch.accelerator.memory.max_memory_allocated()) / MB
-
-
-def agreement(expected: Any, actual: Any, tolerance: list[float] | None) -> dict[str, Any]:
-    """assert_close (its per-dtype defaults unless `tolerance` is [rtol, atol]), plus the largest errors."""
-    pairs = list(zip(tensors_in(expected), tensors_in(actual), strict=False))
-    result: dict[str, Any] = {
-        "tolerance": "per-dtype defaults" if tolerance is None else {"rtol": tolerance[0], "atol": tolerance[1]},
-        "max_abs_error": max((abs_error(e, a) for e, a in pairs), default=0.0),
-        "max_rel_error": max((rel_error(e, a) for e, a in pairs), default=0.0),
-    }
-    rtol, atol = (tolerance[0], tolerance[1]) if tolerance else (None, None)
-    try:
-        torch.testing.assert_close(actual, expected, rtol=rtol, atol=atol, equal_nan=True)
-    except (AssertionError, TypeError, ValueError) as error:
-        return {**result, "ok": False, "message": " ".join(str(error).split())[:300]}
-    return {**result, "ok": True, "message": ""}
-
-
-def abs_error(expected: torch.Tensor, actual: torch.Tensor) -> float:
-    if expected.shape != actual.shape or expected.numel() == 0:
-        return 0.0 if expected.shape == actual.shape else float("inf")
-    return float((actual.double() - expected.double()).abs().max())
-
-
-def rel_error(expected: torch.Tensor, actual: torch.Tensor) -> float:
-    if expected.shape != actual.shape or expected.numel() == 0:
-        return 0.0 if expected.shape == actual.shape else float("inf")
-    diff = (actual.double() - expected.double()).abs()
-    return float((diff / expected.double().abs().clamp_min(torch.finfo(torch.float64).tiny)).max())
 
 
 def tensors_in(value: Any) -> Iterator[torch.Tensor]:

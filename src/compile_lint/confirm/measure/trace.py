@@ -8,6 +8,8 @@ outside any region). A gap is time between compiled pieces; the eager ops in it 
 Dynamo's own runtime in a gap (`TorchDynamo Cache Lookup` is guard evaluation; `Pregraph bytecode`,
 `AOTDispatcher Runtime Wrapper Prologue` enter a graph) is counted apart: it is the price of the
 extra frame, not the eager work that broke it, and on a small model it outweighs that work.
+A gap also records the first region entered inside it: after a break, Dynamo's code calls the resume
+frame, whose name says which break made it (profile.py).
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ class Gap:
     compile_id: str | None  # the region whose graph break caused it; None for region glue
     ops: list[tuple[str, float]] = field(default_factory=list)  # top-level eager ops: (name, us)
     runtime: float = 0.0  # us in Dynamo's runtime events (guards, graph entry)
+    resumes: str | None = None  # the first region entered inside the gap: a resume frame names its break
 
     @property
     def duration(self) -> float:
@@ -133,9 +136,11 @@ def analyse_step(events: list[Event], window: Event) -> Step:
     gaps = []
     if region_spans:
         first, last = region_spans[0][0], max(end for _, end in compiled_or_region)
+        by_entry = sorted(regions, key=lambda item: item[1].start)
         for start, end in complement(pieces, first, last):
             ops, runtime = _top_level_work(inside, start, end)
-            gaps.append(Gap(start, end, _cause(start, end, regions, graphs), ops, runtime))
+            entered = next((cid for cid, e in by_entry if start <= e.start < end), None)
+            gaps.append(Gap(start, end, _cause(start, end, regions, graphs), ops, runtime, resumes=entered))
     in_graphs = total(pieces)
     return Step(
         start=low,

@@ -140,8 +140,19 @@ def _break_details(brk: dict[str, Any], run: str) -> dict[str, Any]:
         "frame_skip": brk["frame_skip"],
         "chain": [f"{_shown(f['file'])}:{f['line']} in {f['function']}" for f in brk["chain"]],
         "inside": brk["inside"],
+        "owner": brk.get("owner"),
+        "fix_at": _fix_at(brk.get("fix_at")),
+        "cascade": brk.get("cascade"),
         "target": run,
     }
+
+
+def _fix_at(fix_at: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The user's innermost call for a break in code they do not own, its path as the user would type it."""
+    if fix_at is None:
+        return None
+    shown = _shown(fix_at["file"])
+    return {**fix_at, "file": shown, "fix": fix_at["fix"].replace(fix_at["file"], shown)}
 
 
 def _shown(real: str) -> str:
@@ -170,6 +181,9 @@ def _dynamic_only(observed: Observed, used: set[int], linted: dict[str, str], so
         skip = " (frame skipped: the whole function runs eagerly)" if brk["frame_skip"] else ""
         where = f" inside {inside['library']} ({inside['file']}:{inside['line']})" if inside else ""
         hint = next((h for h in brk["hints"] if "fundamental" not in h), "")
+        fix_at = _fix_at(brk.get("fix_at"))
+        if fix_at is not None:  # in code the user does not own: the fix is at their own call
+            hint = fix_at["fix"]
         found[key] = Finding(
             *sources.span(path, line),
             code=rule.code,

@@ -39,6 +39,7 @@ from torch._dynamo.utils import counters
 
 from compile_lint.confirm import TIMEOUT_ATTRIBUTE
 from compile_lint.confirm.run.capture import Break, Frame, capture_dynamo_log, forced_backend, library_of
+from compile_lint.confirm.run.cascade import cascade, nested, nested_mode_available, side_by_side, take_frames, totals
 from compile_lint.confirm.run.explain import explain
 from compile_lint.confirm.run.inputs import (
     Made,
@@ -49,6 +50,7 @@ from compile_lint.confirm.run.inputs import (
     parameter_names,
     unwrapped,
 )
+from compile_lint.confirm.run.owner import owner_of, user_fix
 from compile_lint.confirm.run.probe import probe_calls, probe_dtypes, probe_sizes
 from compile_lint.confirm.run.state import CleanStates, State
 from compile_lint.confirm.run.targets import Target, TargetError, compiled, targets_from_factory
@@ -230,6 +232,8 @@ def break_record(brk: Break) -> dict[str, Any]:
     record["chain"] = [{"file": os.path.realpath(f.file), "line": f.line, "function": f.function} for f in user]
     record["inside"] = {"library": library, "file": innermost.file, "line": innermost.line} if library else None
     record["replayed_logging"] = bool(top and library and _replays_logging(top, innermost))
+    record["owner"] = owner_of(innermost.file)  # the distribution and version owning the file it broke in
+    record["fix_at"] = user_fix(frames)  # for a break in code the user does not own: their innermost call
     return record
 
 
@@ -274,6 +278,7 @@ def run_target(made: Made, spec: dict[str, Any], files: set[str], channel: Chann
 
     names = parameter_names(target.fn)
     channel.note(stage=f"compiling {target.name} (backend {backend})")
+    take_frames()
     with capture_dynamo_log(frozenset(files)) as log:
         try:
             call(target.args, target.kwargs)
@@ -284,7 +289,9 @@ def run_target(made: Made, spec: dict[str, Any], files: set[str], channel: Chann
         result["graphs"] = graph_count() - before
         result["own_recompiles"] = len(log.recompiles)  # during the target's own call, before any probe
         result["own_explained"] = own_recompiles(log.recompiles)
-        result["breaks"] = [break_record(b) for b in log.breaks]
+        frames, breaks = take_frames(), list(log.breaks)
+        result["breaks"] = [{**break_record(b), "cascade": cascade(b, frames)} for b in breaks]
+        result["cascade"] = {"default": totals(frames, result["graphs"])}
         channel.note(stage=f"probing {target.name} for recompiles")
         variations, every_call = probe_calls(
             call, unwrapped(target.fn), target.args, target.kwargs, names, log
@@ -300,6 +307,8 @@ def run_target(made: Made, spec: dict[str, Any], files: set[str], channel: Chann
             channel.note(stage=f"probing {target.name} with dynamic sizes")
             variations += probe_sizes(call, target.args, target.kwargs, names, log)
         result["recompiles"] = [{**asdict(v), "every_call": v.every_call} for v in variations]
+    if spec.get("nested_graph_breaks"):
+        result["cascade"].update(nested_side(target, backend, result["breaks"], breaks, files, channel))
     return {**result, "outcome": "ok"}
 
 
@@ -311,6 +320,26 @@ def own_recompiles(messages: list[str]) -> list[dict[str, Any]]:
         if explained:
             found.append(asdict(explained[0]))
     return found
+
+
+def nested_side(
+    target: Target, backend: str, records: list[dict[str, Any]], breaks: list[Break], files: set[str], channel: Channel
+) -> dict[str, Any]:
+    """--nested-graph-breaks: the cascade again with torch._dynamo.config.nested_graph_breaks on."""
+    if not nested_mode_available():
+        return {"nested_error": f"torch {torch.__version__} has no torch._dynamo.config.nested_graph_breaks"}
+    channel.note(stage=f"compiling {target.name} with nested graph breaks")
+    try:
+        found = nested(lambda: compiled(target, backend)(*target.args, **target.kwargs), graph_count)
+    except USER_ERRORS as error:
+        return {"nested_error": "under nested graph breaks: " + describe_error(error, files)}
+    return {"nested": side_by_side(records, breaks, _place, found)}
+
+
+def _place(brk: Break) -> tuple[Any, ...]:
+    """A break across two compiles: its innermost user line and type."""
+    top = brk.innermost(lambda file: library_of(file) is None)
+    return (top.file, top.line, brk.gb_type) if top else (brk.file, brk.line, brk.gb_type)
 
 
 def check_fix(made: Made, spec: dict[str, Any], files: set[str], channel: Channel) -> dict[str, Any]:

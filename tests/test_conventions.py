@@ -81,7 +81,8 @@ def test_concise_prints_one_line_per_finding_and_full_is_the_default(tmp_path: P
 def test_output_file_gets_the_report_and_stdout_stays_empty(tmp_path: Path) -> None:
     write(tmp_path / "step.py", STEP.format(noqa=""))
     result = run_compile_lint("step.py", "--format", "json", "-o", "out/report.json", cwd=tmp_path)
-    assert result.returncode == 2 and "cannot write out/report.json" in result.stderr  # no such folder
+    # checked before any work, as a usage error
+    assert result.returncode == 2 and "-o out/report.json: the folder out does not exist" in result.stderr
     result = run_compile_lint("step.py", "--format", "json", "--output-file", "report.json", cwd=tmp_path)
     assert result.returncode == 1 and result.stdout == ""
     assert [f["code"] for f in json.loads((tmp_path / "report.json").read_text())["findings"]] == ["TCL101"]

@@ -121,8 +121,13 @@ def _specialized(
 
 
 def _code_of(original: Any) -> Any:
+    return getattr(_function_of(original), "__code__", None)
+
+
+def _function_of(original: Any) -> Any:
+    """The plain function whose code Dynamo compiles for `original` (a module's `forward`, a bound method's)."""
     function = type(original).forward if isinstance(original, torch.nn.Module) else original
-    return getattr(getattr(function, "__func__", function), "__code__", None)
+    return getattr(function, "__func__", function)
 
 
 def _value_guard(code: Any, name: str, value: Any) -> dict[str, Any] | None:
@@ -297,9 +302,8 @@ def guard_rejections(original: Any, args: tuple[Any, ...], kwargs: dict[str, Any
     `original`'s code, checked without compiling: [] if one graph accepts them, else each graph's
     failed guard as Dynamo words it; None when nothing is cached for that code or the guards cannot
     be checked here (the caller compiles to find out)."""
-    function = type(original).forward if isinstance(original, torch.nn.Module) else original
     bound_self = original if isinstance(original, torch.nn.Module) else getattr(original, "__self__", None)
-    function = getattr(function, "__func__", function)
+    function = _function_of(original)
     code = getattr(function, "__code__", None)
     if code is None:
         return None

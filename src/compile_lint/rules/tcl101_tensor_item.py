@@ -62,7 +62,7 @@ class TensorItem(Rule):
         ctx.report(
             self,
             node,
-            f"`.item()` on `{short_code(receiver)}` copies a tensor value into Python and breaks the graph",
+            _message(receiver),
             fix=f"Use `{receiver_code(receiver)}.detach()` instead: a 0-d tensor with the same value and no "
             "gradient, so the graph goes on; if a Python number is really needed, set "
             f"`torch._dynamo.config.{CAPTURE_SCALAR} = True`.",
@@ -83,7 +83,7 @@ class TensorItem(Rule):
         ctx.report(
             self,
             call,
-            f"`.item()` on `{short_code(receiver)}` copies a tensor value into Python and breaks the graph",
+            _message(receiver),
             fix=f"{use}, which must be a Python int, so `.detach()` would not hold (a tensor there breaks too, "
             f"TCL107). Set `torch._dynamo.config.{CAPTURE_SCALAR} = True`: Dynamo then traces the value as a "
             "symbolic int (slicing and `torch.arange` with it compile without a break), or keep the shape static "
@@ -185,3 +185,7 @@ def _item_calls(test: cst.BaseExpression, ctx: RuleContext) -> list[cst.Call]:
 
 
 RULE = TensorItem()
+
+
+def _message(receiver: cst.BaseExpression) -> str:
+    return f"`.item()` on `{short_code(receiver)}` copies a tensor value into Python and breaks the graph"

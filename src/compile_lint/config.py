@@ -13,11 +13,6 @@ from typing import Any, Literal, get_args
 
 from compile_lint import versions
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
-
 TOP_KEYS = {
     "select": "list of code prefixes to report (default: all)",
     "extend-select": "list of code prefixes to report besides `select` (e.g. the opt-in TCL902)",
@@ -177,6 +172,10 @@ def find_pyproject(start: Path) -> Path | None:
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
+    if sys.version_info >= (3, 11):  # imported here: a run without a pyproject.toml does not need it
+        import tomllib
+    else:  # pragma: no cover - exercised on 3.10 only
+        import tomli as tomllib
     try:
         with path.open("rb") as handle:
             document: dict[str, Any] = tomllib.load(handle)

@@ -210,3 +210,38 @@ def test_the_language_server_answers_for_the_open_file_first_and_its_importers_a
     assert (finding.line, finding.col, finding.code) == (2, 8, "TCL103") and "reached from" in finding.message
     together = lint([str(folder)], Config(root=tmp_path), use_cache=False).findings
     assert [(f.line, f.col, f.code) for f in together if f.path == str(helpers)] == [(2, 8, "TCL103")]
+
+
+def test_a_new_language_server_reads_the_import_table_the_last_one_saved(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from compile_lint.lsp.workspace import ImportTable, Workspace
+
+    folder = tmp_path / "pkg"
+    folder.mkdir()
+    (folder / "__init__.py").write_text("")
+    helpers = folder / "helpers.py"
+    helpers.write_text(HELPER)
+    for n in range(3):
+        (folder / f"caller{n}.py").write_text(CALLER.format(n=n))
+    scanned: list[str] = []
+    scan = ImportTable._scan
+
+    def recording(path: str) -> frozenset[str]:
+        scanned.append(Path(path).name)
+        return scan(path)
+
+    monkeypatch.setattr(ImportTable, "_scan", staticmethod(recording))
+    documents = {str(helpers): HELPER}
+    first = Workspace(tmp_path, Config(root=tmp_path)).importers(documents)
+    assert [Path(p).name for p in first] == ["caller0.py", "caller1.py", "caller2.py"]
+    assert "caller0.py" in scanned
+    scanned.clear()
+    assert Workspace(tmp_path, Config(root=tmp_path)).importers(documents) == first  # another session
+    assert scanned == []
+    (folder / "caller1.py").write_text("import os\n")  # no longer an importer: scanned again
+    assert [Path(p).name for p in Workspace(tmp_path, Config(root=tmp_path)).importers(documents)] == [
+        "caller0.py",
+        "caller2.py",
+    ]
+    assert scanned == ["caller1.py"]

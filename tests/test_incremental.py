@@ -4,6 +4,7 @@ the same tree gives."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,10 @@ def scale(x):
 class Base(nn.Module):
     def prepare(self, x):
         return x
+
+
+def unused(x):
+    return x.item()
 """
 MODEL = """import torch
 
@@ -111,6 +116,50 @@ def test_cold_warm_and_edited_runs_find_the_same(package: Path, parsed: list[str
     assert cached([model, other], config) == cold([model, other], config)
 
 
+def test_context_modules_are_read_packed_and_only_the_bodies_walked_are_unpickled(
+    package: Path, parsed: list[str]
+) -> None:
+    config = Config(root=package.parent)
+    model, base = package / "model.py", package / "base.py"
+    cached([package], config)  # writes the index of base.py, packed
+    engine.use_index_cache(None)  # forget what is in memory
+    parsed.clear()
+    assert cached([model], config) == cold([model], config) == []
+    assert "base.py" in parsed  # by the cold run only
+    parsed.clear()
+    engine.use_index_cache(None)
+    found = cached([model, package / "other.py"], config)
+    assert "base.py" not in parsed  # read back from the cache
+    index = engine.load_source(str(base), engine.module_name(str(base)))  # as that run left it
+    assert found == cold([model, package / "other.py"], config)
+    assert index is not None and index.packed
+    assert index.functions["Base.prepare"].packed_body is None  # reached from Model.forward: unpickled
+    assert index.functions["unused"].packed_body is not None  # reached from nothing: still bytes
+    assert "return x.item()" in index.text and "item" not in index.shell.code  # its body left out
+    assert index.tree.code == index.text  # the whole tree, every body unpickled, is the file
+    assert not index.packed
+
+
+DECORATORS = Path(__file__).parent.parent / "fixtures" / "decorators_pkg"
+
+
+def test_wrappers_of_decorators_from_packed_modules_are_reported_as_cold(tmp_path: Path) -> None:
+    shutil.copytree(DECORATORS, tmp_path / "decorators_pkg")
+    config = Config(root=tmp_path)
+    model, generic = tmp_path / "decorators_pkg" / "models" / "model.py", tmp_path / "decorators_pkg" / "utils"
+    expected = cold([model], config)
+    assert any("in the wrapper this decorator puts around every call" in f.message for f in expected)
+    cached([tmp_path / "decorators_pkg"], config)  # the utils' index written, packed
+    engine.use_index_cache(None)
+    assert cached([model], config) == expected
+    source = generic / "generic.py"
+    source.write_text(source.read_text().replace("        with _lock:", "        if _lock:"))  # an edit
+    engine.use_index_cache(None)
+    edited = cold([model], config)
+    assert edited != expected
+    assert cached([model], config) == edited
+
+
 def test_a_forged_cache_entry_is_not_loaded(package: Path, parsed: list[str]) -> None:
     config = Config(root=package.parent)
     expected = cold([package / "model.py"], config)
@@ -161,3 +210,38 @@ def test_the_language_server_answers_for_the_open_file_first_and_its_importers_a
     assert (finding.line, finding.col, finding.code) == (2, 8, "TCL103") and "reached from" in finding.message
     together = lint([str(folder)], Config(root=tmp_path), use_cache=False).findings
     assert [(f.line, f.col, f.code) for f in together if f.path == str(helpers)] == [(2, 8, "TCL103")]
+
+
+def test_a_new_language_server_reads_the_import_table_the_last_one_saved(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from compile_lint.lsp.workspace import ImportTable, Workspace
+
+    folder = tmp_path / "pkg"
+    folder.mkdir()
+    (folder / "__init__.py").write_text("")
+    helpers = folder / "helpers.py"
+    helpers.write_text(HELPER)
+    for n in range(3):
+        (folder / f"caller{n}.py").write_text(CALLER.format(n=n))
+    scanned: list[str] = []
+    scan = ImportTable._scan
+
+    def recording(path: str) -> frozenset[str]:
+        scanned.append(Path(path).name)
+        return scan(path)
+
+    monkeypatch.setattr(ImportTable, "_scan", staticmethod(recording))
+    documents = {str(helpers): HELPER}
+    first = Workspace(tmp_path, Config(root=tmp_path)).importers(documents)
+    assert [Path(p).name for p in first] == ["caller0.py", "caller1.py", "caller2.py"]
+    assert "caller0.py" in scanned
+    scanned.clear()
+    assert Workspace(tmp_path, Config(root=tmp_path)).importers(documents) == first  # another session
+    assert scanned == []
+    (folder / "caller1.py").write_text("import os\n")  # no longer an importer: scanned again
+    assert [Path(p).name for p in Workspace(tmp_path, Config(root=tmp_path)).importers(documents)] == [
+        "caller0.py",
+        "caller2.py",
+    ]
+    assert scanned == ["caller1.py"]

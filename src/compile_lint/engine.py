@@ -16,7 +16,6 @@ import os
 import pickle
 import re
 import signal
-import sys
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
@@ -272,13 +271,15 @@ class IndexStore:
     def cached(self, path: str, data: bytes, limits: Limits) -> FileIndex | None:
         return self._read(self._key(path, module_name(path), data, limits))
 
-    def add(self, path: str, data: bytes, limits: Limits, result: Finding | bytes, keep: bool) -> FileIndex | Finding:
+    def add(
+        self, path: str, data: bytes, limits: Limits, result: Finding | bytes | None, keep: bool
+    ) -> FileIndex | Finding:
         """What `_parse_job` returned for the file, loaded (and written to the cache if `keep`)."""
         if isinstance(result, Finding):
             return result
         if keep:
             self._write(self._key(path, module_name(path), data, limits), result)
-        return self._unpickle(result) or parse_bytes(path, data, limits)
+        return (self._unpickle(result) if result is not None else None) or parse_bytes(path, data, limits)
 
     def load(self, path: str, module: str) -> FileIndex | None:
         """The index of a file linted code imports from, parsed again only when its bytes changed."""
@@ -345,7 +346,9 @@ class IndexStore:
 
     @staticmethod
     def _unpickle(payload: bytes) -> FileIndex | None:
-        with _deep_recursion():
+        from compile_lint.analysis.packing import deep_recursion
+
+        with deep_recursion():
             try:
                 index = pickle.loads(payload)
             except (RecursionError, pickle.UnpicklingError, EOFError, AttributeError, TypeError, ValueError):
@@ -355,11 +358,7 @@ class IndexStore:
     def _dump(self, index: FileIndex) -> bytes | None:
         if self.folder is None or self._secret is None:
             return None
-        with _deep_recursion():
-            try:
-                return pickle.dumps(index, protocol=pickle.HIGHEST_PROTOCOL)
-            except (RecursionError, pickle.PicklingError, TypeError):
-                return None
+        return _packed(index)
 
     def _write(self, key: str, payload: bytes | None) -> None:
         if self.folder is None or self._secret is None or payload is None:
@@ -419,17 +418,6 @@ def _create_secret(path: Path) -> None:
         pass
     finally:
         temporary.unlink(missing_ok=True)
-
-
-@contextmanager
-def _deep_recursion() -> Iterator[None]:
-    """A libcst tree is as deep as the expressions it holds; pickle recurses through it."""
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(limit, 5_000))
-    try:
-        yield
-    finally:
-        sys.setrecursionlimit(limit)
 
 
 @contextmanager
@@ -524,13 +512,21 @@ def parse_all(
     return [r for r in results if not isinstance(r, Finding)], [r for r in results if isinstance(r, Finding)]
 
 
-def _parse_job(job: tuple[str, bytes, Limits]) -> Finding | bytes:
-    """In a worker: the file's TCL000 finding, or its index pickled (the parent caches and loads it)."""
+def _parse_job(job: tuple[str, bytes, Limits]) -> Finding | bytes | None:
+    """In a worker: the file's TCL000 finding, or its index packed (the parent caches and loads it;
+    None: it cannot be pickled, the parent parses it again)."""
     parsed = parse_bytes(*job)
-    if isinstance(parsed, Finding):
-        return parsed
-    with _deep_recursion():
-        return pickle.dumps(parsed, protocol=pickle.HIGHEST_PROTOCOL)
+    return parsed if isinstance(parsed, Finding) else _packed(parsed)
+
+
+def _packed(index: FileIndex) -> bytes | None:
+    """The index as the cache stores it (`packing`), or None if it cannot be pickled."""
+    from compile_lint.analysis.packing import pack_index
+
+    try:
+        return pack_index(index)
+    except (RecursionError, pickle.PicklingError, TypeError):
+        return None
 
 
 def build_project(paths: list[str], config: Config) -> Project:

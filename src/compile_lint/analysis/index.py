@@ -14,6 +14,7 @@ import libcst as cst
 
 from compile_lint.analysis.names import ImportMap, dotted
 from compile_lint.analysis.nodes import iter_nodes
+from compile_lint.analysis.packing import unpack_body
 from compile_lint.analysis.values import ClassKey, FunctionKey
 
 COMPILE = frozenset({"torch.compile"})
@@ -37,7 +38,7 @@ SCAN_TEXT = re.compile(r"compile\(|register_\w*hook|_dynamo\.config|reorderable_
 class FunctionInfo:
     key: FunctionKey  # (path, qualname); nested: "outer.<locals>.inner"
     name: str
-    node: cst.FunctionDef
+    definition: cst.FunctionDef  # its body left out while `packed_body` holds it (read `node` instead)
     class_key: ClassKey | None  # the class it is a method of
     enclosing: FunctionKey | None = None  # for nested functions
     compiled: bool = False  # decorated with @torch.compile
@@ -46,6 +47,14 @@ class FunctionInfo:
     kind: Literal["function", "method", "staticmethod", "classmethod", "property"] = "function"
     assigned_attributes: set[str] = field(default_factory=set)  # `self.x = ...` in its body
     is_generator: bool = False  # a `yield` statement (or `x = yield ...`) in its own body
+    packed_body: bytes | None = None  # its body, pickled, in an index read from the cache (`packing`)
+
+    @property
+    def node(self) -> cst.FunctionDef:
+        """The function's tree, its body unpickled the first time it is read."""
+        if self.packed_body is not None:
+            unpack_body(self)
+        return self.definition
 
     @property
     def path(self) -> str:
@@ -90,7 +99,7 @@ class FileIndex:
     path: str
     module: str  # dotted module name guessed from the path
     imports: ImportMap
-    tree: cst.Module
+    shell: cst.Module  # the tree, less the bodies its functions keep packed (read `tree` instead)
     text: str
     functions: dict[str, FunctionInfo] = field(default_factory=dict)
     classes: dict[str, ClassInfo] = field(default_factory=dict)
@@ -102,13 +111,24 @@ class FileIndex:
     # Set when `text` is the file with odd whitespace made plain (`normalise_odd_whitespace`): the
     # characters removed from each line's start, to put findings back at the file's columns.
     column_shifts: dict[int, int] | None = None
+    packed: bool = False  # some function's body is still packed (the index was read from the cache)
+
+    @property
+    def tree(self) -> cst.Module:
+        """The whole tree (every packed body unpickled first); `shell` is enough for module-level names."""
+        if self.packed:
+            for info in self.functions.values():
+                if info.packed_body is not None:
+                    unpack_body(info)
+            self.packed = False
+        return self.shell
 
     def function(self, qualname: str) -> FunctionInfo | None:
         return self.functions.get(qualname)
 
 
 def build_index(path: str, module_name: str, tree: cst.Module, text: str) -> FileIndex:
-    index = FileIndex(path=path, module=module_name, imports=ImportMap(), tree=tree, text=text)
+    index = FileIndex(path=path, module=module_name, imports=ImportMap(), shell=tree, text=text)
     _Indexer(index).statements(tree.body, None, None, "")
     index.imports_torch = any(full.split(".")[0] == "torch" for full in index.imports.aliases.values())
     if SCAN_TEXT.search(text):
@@ -186,7 +206,7 @@ class _Indexer:
         info = FunctionInfo(
             key=(self.index.path, qualname),
             name=node.name.value,
-            node=node,
+            definition=node,
             class_key=cls.key if cls is not None and outer is None else None,
             enclosing=outer.key if outer is not None else None,
         )

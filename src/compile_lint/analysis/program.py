@@ -237,7 +237,7 @@ class Program:
             env = self._globals[path] = {}  # seen while it is being computed: what is bound so far
             flow = Flow(self, index, None, {})
             flow.facts.env = env
-            flow.run_module(index.tree.body)
+            flow.run_module(index.shell.body)  # function bodies are not walked
         found = env.get(name)
         if found is None and name in index.imports.aliases:  # a package re-exporting `from .loop import f`
             return self.import_value(path, index.imports.aliases[name])

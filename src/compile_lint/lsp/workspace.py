@@ -8,6 +8,7 @@ text changes (`lint_dependents`). Nothing here knows the protocol; server.py doe
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from collections import OrderedDict
 from collections.abc import Callable
@@ -22,8 +23,10 @@ from compile_lint.engine import (
     IMPORTS,
     NOQA,
     analyze,
+    cache_folder,
     discover,
     load_source,
+    make_cache_folder,
     module_name,
     options_of,
     parse_bytes,
@@ -68,7 +71,7 @@ class Workspace:
         self._results: OrderedDict[str, tuple[list[Finding], dict[str, str]]] = OrderedDict()  # and sources read
         self._project: tuple[str, Project] | None = None  # the project of the last lint, by its key
         self._parsed: dict[str, tuple[bytes, FileIndex | Finding]] = {}  # path -> (sha256 of its bytes, its parse)
-        self._imports = ImportTable()
+        self._imports = ImportTable(cache_folder(config.root, self.options.torch_version) / "imports.json")
 
     # `documents` below: path -> text of each open document (a notebook: the source its code cells make).
     def importers(self, documents: dict[str, str]) -> list[str]:
@@ -205,26 +208,54 @@ class Workspace:
 
 class ImportTable:
     """The modules each file of the workspace imports (a scan of its text, as `engine.import_edges` does),
-    read again only when the file's size or modification time changes."""
+    read again only when the file's size or modification time changes. Kept in `saved_at` (the cache
+    folder) between sessions, so a new server does not read the whole workspace again."""
 
-    def __init__(self) -> None:
-        self._files: dict[str, tuple[tuple[int, int], frozenset[str]]] = {}
+    def __init__(self, saved_at: Path) -> None:
+        self.saved_at = saved_at
+        self._files: dict[str, tuple[tuple[int, int], frozenset[str]]] | None = None  # read when first needed
 
     def importing(self, paths: list[str], modules: set[str]) -> list[str]:
         """The paths that import one of `modules` (or a module of a package in it)."""
+        files = self._files = self._files if self._files is not None else self._read()
         found = []
+        changed = False
         for path in paths:
             try:
                 status = os.stat(path)
             except OSError:
                 continue
             stamp = (status.st_mtime_ns, status.st_size)
-            known = self._files.get(path)
+            known = files.get(path)
             if known is None or known[0] != stamp:
-                known = self._files[path] = (stamp, self._scan(path))
+                known = files[path] = (stamp, self._scan(path))
+                changed = True
             if not known[1].isdisjoint(modules):
                 found.append(path)
+        if changed:
+            self._write(files)
         return found
+
+    def _read(self) -> dict[str, tuple[tuple[int, int], frozenset[str]]]:
+        """The table the last session saved; empty if there is none or it is not one."""
+        try:
+            saved = json.loads(self.saved_at.read_text())
+            return {
+                path: ((int(mtime), int(size)), frozenset(str(m) for m in imported))
+                for path, (mtime, size, imported) in saved.items()
+            }
+        except (OSError, ValueError, TypeError, AttributeError):
+            return {}
+
+    def _write(self, files: dict[str, tuple[tuple[int, int], frozenset[str]]]) -> None:
+        saved = {path: [mtime, size, sorted(imported)] for path, ((mtime, size), imported) in files.items()}
+        try:
+            make_cache_folder(self.saved_at.parent)
+            temporary = self.saved_at.with_name(f"{self.saved_at.name}.{os.getpid()}.tmp")
+            temporary.write_text(json.dumps(saved))
+            temporary.replace(self.saved_at)
+        except OSError:
+            pass  # a read-only workspace: the table is scanned again next session
 
     @staticmethod
     def _scan(path: str) -> frozenset[str]:

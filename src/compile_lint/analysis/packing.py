@@ -1,0 +1,77 @@
+"""A file's index as the cache stores it: the outline of the module (imports, classes, the functions'
+signatures and decorators, module-level statements) in one pickle, and each function's body in a pickle
+of its own, unpickled the first time something reads that function's tree.
+
+A run over a few files reads the indexes of every module they import from (the package's base classes
+and utilities) but walks only the functions the compiled regions reach: the bodies of the others are
+never unpickled, and stay bytes in memory.
+"""
+
+from __future__ import annotations
+
+import pickle
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # imported by the index itself; libcst is loaded when an index exists
+    from compile_lint.analysis.index import FileIndex, FunctionInfo
+
+
+@contextmanager
+def deep_recursion() -> Iterator[None]:
+    """A libcst tree is as deep as the expressions it holds; pickle recurses through it."""
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 5_000))
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(limit)
+
+
+def pack_index(index: FileIndex) -> bytes:
+    """The index pickled with the body of each function it can leave out (see `_packable`) as bytes of
+    its own. `index` is left as it was. Raises what pickle raises (RecursionError, PicklingError)."""
+    import libcst as cst
+
+    owners = {name.split(".<locals>.")[0] for name in (*index.functions, *index.classes) if ".<locals>." in name}
+    packable = [info for info in index.functions.values() if _packable(index, info, owners)]
+    bodies = [info.definition.body for info in packable]
+    placeholder = cst.SimpleStatementSuite(body=[cst.Expr(cst.Ellipsis())])
+    was_packed = index.packed
+    with deep_recursion():
+        blobs = [pickle.dumps(body, protocol=pickle.HIGHEST_PROTOCOL) for body in bodies]
+        try:
+            for info, blob in zip(packable, blobs, strict=True):
+                _set_body(info.definition, placeholder)
+                info.packed_body = blob
+            index.packed = was_packed or bool(packable)
+            return pickle.dumps(index, protocol=pickle.HIGHEST_PROTOCOL)
+        finally:
+            for info, body in zip(packable, bodies, strict=True):
+                _set_body(info.definition, body)
+                info.packed_body = None
+            index.packed = was_packed
+
+
+def unpack_body(info: FunctionInfo) -> None:
+    """Put the function's body back into its tree (the node itself, so the module's tree holds it too)."""
+    assert info.packed_body is not None
+    with deep_recursion():
+        body = pickle.loads(info.packed_body)
+    _set_body(info.definition, body)
+    info.packed_body = None
+
+
+def _packable(index: FileIndex, info: FunctionInfo, owners: set[str]) -> bool:
+    """Nothing else in the index points into the function's body: it holds no function or class of its
+    own (`owners`: their infos hold their nodes), and the file registers no hooks or compile targets
+    (their nodes may be anywhere)."""
+    if info.packed_body is not None or info.enclosing is not None or index.hooks or index.compile_targets:
+        return False
+    return info.qualname not in owners
+
+
+def _set_body(node: object, body: object) -> None:
+    object.__setattr__(node, "body", body)  # libcst nodes are frozen dataclasses; identity must stay

@@ -12,6 +12,17 @@ from compile_lint.rules.base import CAPTURE_SCALAR, Example, Rule
 from compile_lint.rules.tcl106_tensor_to_bool import python_bool_call
 
 
+def traced_part(test: cst.BaseExpression, facts: TensorFacts) -> cst.BaseExpression:
+    """The part of a condition Dynamo evaluates: `and`/`or` stop at a left operand whose truth is constant
+    under Dynamo (`not is_tracing(x) and t.all()` never reads `t.all()`; `is_compiling() or t.any()` neither)."""
+    if isinstance(test, cst.BooleanOperation):
+        truth = facts.truth(test.left)
+        if truth is not None:
+            stops = truth != isinstance(test.operator, cst.And)
+            return traced_part(test.left, facts) if stops else traced_part(test.right, facts)
+    return test
+
+
 def condition_kind(test: cst.BaseExpression, facts: TensorFacts) -> Kind:
     """Kind of the value Python takes the truth of; `not` and `and`/`or` pass it through."""
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
@@ -112,6 +123,7 @@ class TensorCondition(Rule):
     def _check(
         self, test: cst.BaseExpression, node: cst.CSTNode, construct: str, ctx: RuleContext, reporter: str = ""
     ) -> None:
+        test = traced_part(test, ctx.facts)
         kind = condition_kind(test, ctx.facts)
         if python_bool_call(without_not(test), ctx) is not None:
             return  # `if torch.equal(a, b):` breaks at the call, before any branch (TCL106)

@@ -193,12 +193,13 @@ class Project:
         name = os.path.basename(key[0])
         for decorated, decorator in reach.applied_at:
             for pending in kept:
-                line = spans[id(pending.node)][0]
+                line = spans[id(pending.anchor or pending.node)][0]
                 yield (
                     decorated[0],
                     replace(
                         pending,
                         node=decorator,
+                        anchor=None,
                         owner=decorated[1],
                         message=f"in the wrapper this decorator puts around every call ({name}:{line}): "
                         f"{pending.message}",
@@ -212,6 +213,8 @@ class Project:
         shifts = index.column_shifts or {}  # back to the file's columns where odd whitespace was made plain
         for pending, reach in kept:
             line, col, end_line, end_col = spans[id(pending.node)]
+            if pending.anchor is not None and spans[id(pending.anchor)][0] != line:
+                line, col = spans[id(pending.anchor)][:2]  # the finding starts where Dynamo blames it
             col, end_col = col + shifts.get(line, 0), end_col + shifts.get(end_line, 0)
             if (line, col, pending.rule.code) in seen:
                 continue  # one finding per node and rule, even when a helper is reached twice
@@ -240,6 +243,8 @@ class Project:
         by_owner: dict[str | None, list[cst.CSTNode]] = {}
         for pending in reports:
             by_owner.setdefault(pending.owner, []).append(pending.node)
+            if pending.anchor is not None:
+                by_owner[pending.owner].append(pending.anchor)
         starts = function_starts(index.text) if any(owner is not None for owner in by_owner) else {}
         spans: dict[int, Span] = {}
         whole: list[cst.CSTNode] = []

@@ -23,6 +23,30 @@ def traced_part(test: cst.BaseExpression, facts: TensorFacts) -> cst.BaseExpress
     return test
 
 
+def _operands(test: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The operands a condition jumps on, in evaluation order, through `not`, `and` and `or`."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return _operands(test.expression)
+    if isinstance(test, cst.BooleanOperation):
+        return [*_operands(test.left), *_operands(test.right)]
+    return [test]
+
+
+def jump_anchor(test: cst.BaseExpression, start: cst.CSTNode, facts: TensorFacts) -> cst.CSTNode:
+    """The node whose first line is the line Dynamo blames for the jump on the first tensor operand of `test`.
+
+    CPython 3.11 gives the conditional jump after an operand the line of that operand when it is a comparison,
+    else the line in force before it: the last comparison's in the same condition, or else `start`'s (the `if`,
+    `elif` or `while` statement, or the conditional expression). Measured: fixtures/condition_lines.py."""
+    current = start
+    for operand in _operands(test):
+        if isinstance(operand, cst.Comparison):
+            current = operand
+        if facts.kind(operand) in (Kind.TENSOR, Kind.SCALAR):
+            break
+    return current
+
+
 def condition_kind(test: cst.BaseExpression, facts: TensorFacts) -> Kind:
     """Kind of the value Python takes the truth of; `not` and `and`/`or` pass it through."""
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
@@ -121,8 +145,15 @@ class TensorCondition(Rule):
     )
 
     def _check(
-        self, test: cst.BaseExpression, node: cst.CSTNode, construct: str, ctx: RuleContext, reporter: str = ""
+        self,
+        test: cst.BaseExpression,
+        node: cst.CSTNode,
+        construct: str,
+        ctx: RuleContext,
+        reporter: str = "",
+        start: cst.CSTNode | None = None,
     ) -> None:
+        """`start`: the statement or expression whose line CPython gives the jumps of `test` (see jump_anchor)."""
         test = traced_part(test, ctx.facts)
         kind = condition_kind(test, ctx.facts)
         if python_bool_call(without_not(test), ctx) is not None:
@@ -138,17 +169,20 @@ class TensorCondition(Rule):
         fix = FIXES[construct].format(cond=as_tensor_condition(test))
         if reporter:
             fix = REPORT_FIX.format(test=short_code(test, limit=60), call=reporter)
-        ctx.report(self, node, message, condition=condition, fix=fix, cond=_low_precision_first(test, ctx))
+        anchor = jump_anchor(test, start, ctx.facts) if start is not None else None
+        ctx.report(
+            self, node, message, condition=condition, fix=fix, cond=_low_precision_first(test, ctx), anchor=anchor
+        )
         _claim_operators(test, ctx)
 
     def visit_If(self, node: cst.If, ctx: RuleContext) -> None:
-        self._check(node.test, node.test, "if", ctx, _only_reports(node))
+        self._check(node.test, node.test, "if", ctx, _only_reports(node), start=node)
 
     def visit_While(self, node: cst.While, ctx: RuleContext) -> None:
-        self._check(node.test, node.test, "while", ctx)
+        self._check(node.test, node.test, "while", ctx, start=node)
 
     def visit_IfExp(self, node: cst.IfExp, ctx: RuleContext) -> None:
-        self._check(node.test, node.test, "ternary", ctx)
+        self._check(node.test, node.test, "ternary", ctx, start=node.body)
 
     def visit_CompIf(self, node: cst.CompIf, ctx: RuleContext) -> None:
         self._check(node.test, node.test, "filter", ctx)

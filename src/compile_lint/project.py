@@ -19,7 +19,7 @@ from compile_lint.analysis.regions import Reach, Reachability, Root, find_roots
 from compile_lint.analysis.tensors import TensorFacts
 from compile_lint.analysis.values import Cond, cond_label
 from compile_lint.analysis.walker import Pending, RuleContext, Visitor, rule_visitor
-from compile_lint.config import Options
+from compile_lint.config import HALF_PRECISION, Options
 from compile_lint.finding import Finding
 from compile_lint.rules import all_rules
 
@@ -260,6 +260,8 @@ class Project:
     def _holds(self, pending: Pending, path: str) -> bool:
         if self.options.mode == "inference" and pending.path_cond & Cond.TRAINING:
             return False
+        if pending.path_cond & Cond.HALF_PRECISION and HALF_PRECISION not in self.flags_for(path):
+            return False  # float32 weights by default: a break behind a half-precision check never happens
         if pending.condition == "always":
             return True
         mode, _, flag = pending.condition.partition(":")

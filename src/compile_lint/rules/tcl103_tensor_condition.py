@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from compile_lint.analysis.flow import half_check
 from compile_lint.analysis.names import dotted
 from compile_lint.analysis.tensors import Kind, TensorFacts, join_kinds, short_code, without_item
 from compile_lint.analysis.values import NONE, Cond
@@ -202,17 +203,14 @@ class TensorCondition(Rule):
         self._check(node.left, node, "and" if isinstance(node.operator, cst.And) else "or", ctx)
 
 
-HALF_DTYPES = frozenset({"torch.float16", "torch.half", "torch.bfloat16"})
-
-
 def _low_precision_first(test: cst.BaseExpression, ctx: RuleContext) -> int:
     """What an `and` checks before it reads the tensor: `x.dtype == torch.float16 and ...` reads it only in
-    half precision, not with the default float32 weights (config); `audio is not None and ...` only when
-    the optional input is passed."""
+    half precision, not with the default float32 weights; `audio is not None and ...` only when the optional
+    input is passed."""
     cond = 0
     while isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
         if _is_half_check(test.left, ctx):
-            cond |= Cond.CONFIG
+            cond |= Cond.HALF_PRECISION
         elif _passed_optional(test.left, ctx):
             cond |= Cond.OPTIONAL_INPUT
         test = test.left
@@ -237,18 +235,7 @@ def _passed_optional(node: cst.BaseExpression, ctx: RuleContext) -> bool:
 def _is_half_check(node: cst.BaseExpression, ctx: RuleContext) -> bool:
     if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.And):
         return _is_half_check(node.left, ctx) or _is_half_check(node.right, ctx)
-    if not isinstance(node, cst.Comparison) or len(node.comparisons) != 1:
-        return False
-    target = node.comparisons[0]
-    right = target.comparator
-    if isinstance(target.operator, (cst.Equal, cst.Is)):
-        named = [ctx.resolve(right)]
-    elif isinstance(target.operator, cst.In) and isinstance(right, (cst.Tuple, cst.List, cst.Set)):
-        named = [ctx.resolve(e.value) for e in right.elements]
-    else:
-        return False
-    dtype = dotted(node.left) or ""
-    return dtype.endswith("dtype") and bool(named) and all(name in HALF_DTYPES for name in named)
+    return half_check(node, ctx.resolve) is True
 
 
 REPORTERS = frozenset({"print", "warnings.warn"})

@@ -522,10 +522,8 @@ class TensorFacts:
         func = node.func
         written = dotted(func)
         last = written.rsplit(".", 1)[-1] if written else ""
-        if last in COMPILING:  # by name, whoever defines it: `utils.is_compiling()`, `is_torchdynamo_compiling()`
-            return TRUE_VALUE
-        if last in OTHER_TRACERS:  # `torch.jit.is_tracing()`, `is_fx_tracing()`, a library's `is_tracing(x)`
-            return FALSE_VALUE
+        if last in COMPILING or last in OTHER_TRACERS:
+            return self._guard_call(node, func, last)
         if isinstance(func, cst.Attribute):
             receiver = self.value(func.value) if not self._is_module_path(func.value) else BOTTOM
             if receiver.only((UNKNOWN, NONE)) and func.attr.value in TENSOR_ONLY_METHODS:
@@ -546,6 +544,17 @@ class TensorFacts:
             if builtin is not None:
                 return builtin
         return self._call_through(node, func, self.value(func))
+
+    def _guard_call(self, node: cst.Call, func: cst.BaseExpression, last: str) -> Value:
+        """A tracing guard: what the package's own definition returns when it is constant under Dynamo (a
+        library's `is_tracing(x)` that checks Dynamo too is True), else what the name says: `is_compiling()`
+        True, other tracers' guards (`torch.jit.is_tracing()`, `is_fx_tracing()`) False."""
+        callee = UNKNOWN_VALUE if self._is_module_path(func) else self.value(func)
+        if callee.functions():
+            defined = self._call_through(node, func, callee)
+            if defined.only((TRUE,)) or defined.only((FALSE,)):
+                return defined
+        return TRUE_VALUE if last in COMPILING else FALSE_VALUE
 
     def _is_module_path(self, node: cst.BaseExpression) -> bool:
         """`torch.nn.functional`, `np.random`: an imported module, not a value."""
@@ -726,6 +735,8 @@ def _combine_atoms(a: Atom, b: Atom, operator: cst.BaseBinaryOp) -> Atom:
         return Seq((a if isinstance(a, (Seq, Tup)) else b).item)  # type: ignore[union-attr]  # `[x] * n`
     if STR in (a, b):
         return STR
+    if a in BOOLS and b in BOOLS and isinstance(operator, MASK_OPERATORS):  # `tracing |= is_proxy(x)`
+        return TRUE if _BOOL_OPERATORS[type(operator)](a == TRUE, b == TRUE) else FALSE
     numbers = (a, b)
     if FLOAT in numbers or isinstance(operator, cst.Divide):
         return FLOAT
@@ -734,6 +745,13 @@ def _combine_atoms(a: Atom, b: Atom, operator: cst.BaseBinaryOp) -> Atom:
     if all(n in (INT, TRUE, FALSE) for n in numbers):
         return INT
     return UNKNOWN
+
+
+_BOOL_OPERATORS: dict[type[cst.BaseBinaryOp], Callable[[bool, bool], bool]] = {
+    cst.BitAnd: lambda x, y: x and y,
+    cst.BitOr: lambda x, y: x or y,
+    cst.BitXor: lambda x, y: x != y,
+}
 
 
 def _opaque_call_value(callee: Value) -> Value:

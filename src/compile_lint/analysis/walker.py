@@ -59,6 +59,7 @@ class Pending:
     gb_codes: tuple[str, ...]
     fix: str
     path_cond: int  # the path condition under which the line runs (values.Cond flags)
+    anchor: cst.CSTNode | None = None  # where the finding starts, when not at `node` (the line Dynamo blames)
 
 
 @dataclass
@@ -114,9 +115,11 @@ class RuleContext:
         gb_codes: tuple[str, ...] | None = None,
         fix: str | None = None,
         cond: int = 0,
+        anchor: cst.CSTNode | None = None,
     ) -> None:
         """Report `node`; the keyword arguments override the rule's defaults for this one finding (`cond`: a
-        path condition the line itself adds, e.g. the half-precision check an `and` evaluates first)."""
+        path condition the line itself adds, e.g. the half-precision check an `and` evaluates first; `anchor`:
+        a node before `node` where the finding starts instead, the line Dynamo blames)."""
         if condition is None:
             condition = f"unless:{rule.silenced_by}" if rule.silenced_by else "always"
         owner = self.function.qualname if self.function else None
@@ -134,6 +137,7 @@ class RuleContext:
                 rule.gb_codes if gb_codes is None else gb_codes,
                 fix or rule.fix,
                 path_cond,
+                anchor if anchor is not node else None,
             )
         )
         if condition == "always":  # a report that a flag may drop must not hide others' findings

@@ -19,7 +19,7 @@ from compile_lint.analysis.regions import Reach, Reachability, Root, find_roots
 from compile_lint.analysis.tensors import TensorFacts
 from compile_lint.analysis.values import Cond, cond_label
 from compile_lint.analysis.walker import Pending, RuleContext, Visitor, rule_visitor
-from compile_lint.config import HALF_PRECISION, Options
+from compile_lint.config import HALF_PRECISION, OPT_IN, Options
 from compile_lint.finding import Finding
 from compile_lint.rules import all_rules
 
@@ -61,6 +61,7 @@ class Project:
         self._callees: dict[tuple[str, str], set[tuple[str, str]]] = {}
         self._revisit: set[tuple[str, str]] = set()
         self._breaking: set[tuple[str, str]] | None = None
+        self._callers: dict[tuple[str, str], set[tuple[str, str]]] = {}
         self._flags_by_folder: dict[str, set[str]] = {}
         self.reachability.run(self._analyze)
         self._second_pass()
@@ -94,8 +95,13 @@ class Project:
     def _second_pass(self) -> None:
         """Once every reached function is walked, we know which ones break the graph (in themselves or in
         what they call); the functions whose rules asked (`ctx.revisit`) are walked again knowing it."""
-        breaking = {key for key, reports in self._reports.items() if any(p.gb_codes for p in reports)}
-        callers: dict[tuple[str, str], set[tuple[str, str]]] = {}
+        # Opt-in rules predict no break on the default path (a `raise` of input validation).
+        breaking = {
+            key
+            for key, reports in self._reports.items()
+            if any(p.gb_codes and p.rule.code not in OPT_IN for p in reports)
+        }
+        callers = self._callers
         for caller, callees in self._callees.items():
             for callee in callees:
                 callers.setdefault(callee, set()).add(caller)
@@ -114,11 +120,15 @@ class Project:
     def _breaks_in(self, key: tuple[str, str]) -> bool | None:
         return None if self._breaking is None else key in self._breaking
 
+    def _callers_of(self, key: tuple[str, str]) -> frozenset[tuple[str, str]] | None:
+        return None if self._breaking is None else frozenset(self._callers.get(key, ()))
+
     def _analyze(self, info: FunctionInfo, reach: Reach) -> list[CallSite]:
         """Walk one reached function with the region rules; its reports replace those of an earlier walk."""
         index = self.program.index_of(info.path)
         ctx = self._context(index, info, reach)
         ctx.breaks_in = self._breaks_in
+        ctx.callers = self._callers_of
         region_rules, _ = dispatch_tables()
         flow = Flow(
             self.program,

@@ -57,6 +57,7 @@ from compile_lint.analysis.values import (
     Atom,
     ClassKey,
     External,
+    Function,
     FunctionKey,
     Instance,
     Mapping,
@@ -378,9 +379,29 @@ class TensorFacts:
             if self._is_module_path(node):
                 full = self.imports.resolve(node) or written
                 return _module_attribute(full) or self._external(full)
+        inherited = self._super_attribute(node.value, attr)
+        if inherited is not None:
+            return inherited
         base = self.value(node.value)
         parts = [self._attribute_of(atom, attr).under(cond) for atom, cond in base.atoms.items()]
         return join_all(parts) or UNKNOWN_VALUE
+
+    def _super_attribute(self, node: cst.BaseExpression, attr: str) -> Value | None:
+        """`super().__init__` / `super(Cls, self).forward`: the method of the next class in the MRO that
+        defines it (None when it is not a user method: the attribute of the instance then)."""
+        if not isinstance(node, cst.Call) or dotted(node.func) != "super" or "super" in self.env:
+            return None
+        if self.program is None or self.self_class is None:
+            return None
+        named = [atom.cls for atom in self.value(node.args[0].value).classes()] if node.args else [self.self_class]
+        if len(named) != 1:
+            return None
+        for key in self.program.mro(named[0])[1:]:
+            info = self.program.class_info(key)
+            found = info.methods.get(attr) if info is not None else None
+            if found is not None:
+                return Value.of(Function(found, bound=named[0]))
+        return None
 
     def _attribute_of(self, atom: Atom, attr: str) -> Value:
         if atom in (TENSOR, MASK, NUMPY):
@@ -539,6 +560,8 @@ class TensorFacts:
             library = library_call_value(name, node, self)
             if library is not None:
                 return library
+        if written == "super" and "super" not in self.env and self.self_class is not None and self.program:
+            return self.env.get("self") or self.program.instance_value(self.self_class)
         if isinstance(func, cst.Name) and func.value not in self.env:
             builtin = builtin_call_value(func.value, node, self)
             if builtin is not None:

@@ -77,6 +77,8 @@ class RuleContext:
     # Whether a reached function breaks the graph (in itself or a function it calls); None while the
     # regions are still being walked. A rule that needs it sets `revisit`: the function is walked again.
     breaks_in: Callable[[tuple[str, str]], bool | None] = lambda key: None
+    # The reached functions that call a reached function; None while the regions are still being walked.
+    callers: Callable[[tuple[str, str]], frozenset[tuple[str, str]] | None] = lambda key: None
     revisit: bool = False
     reported: set[int] = field(default_factory=set)  # ids of nodes some rule claimed already
     pending: list[Pending] = field(default_factory=list)

@@ -4,7 +4,7 @@
 compile-lint times single calls between two clock reads, eager and compiled in alternating blocks
 (each block opened by untimed calls), and takes the median; `Timer.blocked_autorange` times blocks
 of calls and takes the median block's mean per call, on the wall clock (its default) and on the
-process's CPU clock (`timer=time.process_time`: at one thread, the call's own work; on a loaded
+thread's CPU clock (`timer=time.thread_time`: at one thread, the call's own work; on a loaded
 machine the wall-clock blocks also hold the time other processes had the CPU). Each figure is printed
 with its ratio to compile-lint's, and the load average, so a run on a busy box says how busy it was.
 Goal: every ratio within 0.7-1.3 at one thread.
@@ -39,7 +39,7 @@ compiled(*args, **kwargs)
 out = {}
 for name, call in (("eager", fn), ("compiled", compiled)):
     out[name] = {}
-    for clock, timer in (("wall", time.perf_counter), ("cpu", time.process_time)):
+    for clock, timer in (("wall", time.perf_counter), ("cpu", time.thread_time)):
         measure = benchmark.Timer("call(*args, **kwargs)", globals={"call": call, "args": args, "kwargs": kwargs},
                                   timer=timer, num_threads=1)
         with torch.compiler.set_stance("force_eager" if name == "eager" else "default"):

@@ -136,7 +136,7 @@ def test_the_fix_removes_the_gap_and_improves_the_speedup(
 ) -> None:
     assert fixed["coverage"]["breaks"] == [] and fixed["coverage"]["graphs_per_step"] == 1
     assert fixed["timing"]["breaks"] == 0
-    # Each speed-up is measured within its own run, eager and compiled calls in alternation, so the load
+    # Each speed-up is measured within its own run, eager and compiled in alternating blocks, so the load
     # the other test worker puts on this box reaches both (compared across runs, medians moved 16%).
     assert fixed["timing"]["speedup"] > broken[0]["timing"]["speedup"]
     grown = fixed["timing"]["input_sets"]  # no input sets given: the batch grows by one, then two

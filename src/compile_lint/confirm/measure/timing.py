@@ -208,9 +208,9 @@ Summary = dict[str, Any]
 
 def steady(eager: Callable[..., Any], compiled: Callable[..., Any], target: Target) -> tuple[Summary, Summary]:
     """The steady state of both modes in alternating blocks, an eager block then a compiled one, each
-    BLOCK_TIME of timed calls after BLOCK_WARMUP of untimed ones, until each mode has MIN_RUN_TIME:
-    a change in the machine's load reaches both alike (timed one mode after the other, the eager
-    median of the same code moved 16% between two runs on a shared box).
+    BLOCK_TIME of timed calls after BLOCK_WARMUP of untimed ones, for about MIN_RUN_TIME of timed calls
+    per mode (MIN_CALLS at least): a change in the machine's load reaches both alike (timed one mode
+    after the other, the eager median of the same code moved 16% between two runs on a shared box).
 
     Not single calls in alternation: the first calls after a switch find the caches holding the other
     mode's code and data. On fixtures/timing/_model.py at one thread the first call of a block took

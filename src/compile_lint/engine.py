@@ -815,15 +815,23 @@ def lint(paths: list[str], config: Config, jobs: int = 1, use_cache: bool = True
     files, unlisted = find_files(paths, config)
     options, limits = options_of(config), limits_of(config)
     items, unread = read_all(files)
-    errors = unlisted + unread
-    store = RunCache(config.root, options.torch_version) if use_cache else None
+    findings, cached = cached_analysis(items, options, limits, config.root if use_cache else None, jobs)
+    return LintResult(apply_filters(unlisted + unread + findings, config, items), len(files), len(items) * cached)
+
+
+def cached_analysis(
+    items: list[tuple[str, bytes]], options: Options, limits: Limits, root: Path | None, jobs: int = 1
+) -> tuple[list[Finding], bool]:
+    """`analyze`, answered from the findings cache of `root` (None: no cache) when the files and every file
+    the analysis read from are unchanged; and whether it was. Shared by the CLI and the flake8 plugin."""
+    store = RunCache(root, options.torch_version) if root is not None else None
     key = store.key(items, options, limits) if store else ""
     findings = store.get(key) if store else None
-    cached = len(items) if findings is not None else 0
-    if findings is None:
-        indexes = use_index_cache(config.root if use_cache else None, options.torch_version)
-        indexes.sources.clear()
-        findings = analyze(items, options, limits, jobs)
-        if store is not None:
-            store.put(key, findings, dict(indexes.sources))
-    return LintResult(apply_filters(errors + findings, config, items), len(files), cached)
+    if findings is not None:
+        return findings, True
+    indexes = use_index_cache(root, options.torch_version)
+    indexes.sources.clear()
+    findings = analyze(items, options, limits, jobs)
+    if store is not None:
+        store.put(key, findings, dict(indexes.sources))
+    return findings, False

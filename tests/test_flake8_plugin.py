@@ -225,3 +225,18 @@ def test_unchanged_files_are_answered_from_the_findings_cache_and_edits_invalida
     shutil.rmtree(project / CACHE_DIR)
     subprocess.run([sys.executable, "-m", "compile_lint", "pkg/model.py"], cwd=project, env=env, capture_output=True)
     assert flake8_run() == (moved, False)
+
+
+def test_a_file_in_another_encoding_is_linted_without_the_findings_cache(tmp_path: Path) -> None:
+    """Its text as UTF-8 is not what the engine would read back from those bytes (the cookie names Latin-1), so
+    it cannot key a findings entry: linted each time, with the same findings."""
+    path = tmp_path / "model.py"
+    path.write_bytes(("# -*- coding: latin-1 -*-\n# caf\u00e9\n" + STEP.format(noqa="")).encode("latin-1"))
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "user-cache")}
+    for _ in range(2):
+        result = subprocess.run(
+            [sys.executable, "-m", "flake8", "--select", "TCL", str(path)],
+            capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120,
+        )  # fmt: skip
+        assert reported(result) == [(8, 16, "TCL101")]
+    assert list((tmp_path / CACHE_DIR).rglob("*.json")) == []

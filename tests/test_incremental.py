@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import time
 from pathlib import Path
 
@@ -290,4 +291,7 @@ def test_the_engine_fingerprint_follows_every_edit_of_the_package_without_readin
     changes()
     (package / "rules" / "new_rule.py").write_text("")
     changes()
-    assert engine.engine_fingerprint() == engine.folder_fingerprint(str(Path(engine.__file__).parent))
+    fingerprint = engine.engine_fingerprint.__wrapped__
+    assert fingerprint() == engine.engine_fingerprint()
+    monkeypatch.setattr(sys, "version", "3.99.0")  # another Python over the same project
+    assert fingerprint() != engine.engine_fingerprint()

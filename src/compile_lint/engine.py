@@ -11,11 +11,13 @@ import fcntl
 import gc
 import hashlib
 import hmac
+import importlib.util
 import json
 import os
 import pickle
 import re
 import signal
+import sys
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
@@ -586,13 +588,17 @@ def engine_fingerprint() -> str:
     version, where the package is, and each file's name, size and mtime (in nanoseconds), the stamp Python
     itself trusts (in seconds) to run a module's cached bytecode; an editable install edited in place changes
     them. A file written in the last `RECENT` seconds is hashed too: a second edit within the filesystem's
-    clock tick would keep its stamp. Stats instead of reading every file (a tenth of a warm run)."""
-    return folder_fingerprint(os.path.dirname(__file__))
+    clock tick would keep its stamp. Stats instead of reading every file (a tenth of a warm run). Python's
+    version (its parser decides which files are syntax errors) and libcst's install (its stamp) count too."""
+    libcst = importlib.util.find_spec("libcst")  # found, not imported
+    parser = os.stat(libcst.origin) if libcst is not None and libcst.origin else None
+    installed = f"{parser.st_size}\0{parser.st_mtime_ns}" if parser else ""
+    return folder_fingerprint(os.path.dirname(__file__), f"{sys.version}\0{installed}")
 
 
-def folder_fingerprint(folder: str) -> str:
-    """`engine_fingerprint` of the package in `folder`."""
-    digest = hashlib.sha256(f"{__version__}\0{folder}".encode())
+def folder_fingerprint(folder: str, dependencies: str = "") -> str:
+    """`engine_fingerprint` of the package in `folder`, run with `dependencies` (their versions)."""
+    digest = hashlib.sha256(f"{__version__}\0{folder}\0{dependencies}".encode())
     now = time.time()
     for entry in sorted(_package_files(folder), key=lambda e: e.path):
         stat = entry.stat()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from compile_lint.config import Config
-from compile_lint.engine import lint
+from compile_lint.engine import CACHE_DIR, lint
 from compile_lint.versions import target_version
 from fixture_support import FIXTURES, ROOT, expected_codes
 
@@ -156,3 +157,86 @@ def test_config_error_is_one_flake8_line_naming_the_key(tmp_path: Path) -> None:
     result = flake8("--select", "TCL", str(path), cwd=tmp_path)
     assert reported(result) == [(1, 1, "TCL000")]
     assert "unknown key `selcet`" in result.stdout and "Traceback" not in result.stdout
+
+
+BASE = "def scale(x):\n    return 2\n"
+MODEL = """import torch
+from torch import nn
+
+from .base import scale
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        if scale(x) > 1:
+            return x * 2
+        return x
+"""
+# flake8 in this process, then whether it imported libcst (it must not when the findings cache answers).
+PROBE = (
+    "import sys\nfrom flake8.main.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+    "print('libcst imported:', 'libcst' in sys.modules)\n"
+)
+
+
+def test_unchanged_files_are_answered_from_the_findings_cache_and_edits_invalidate_it(tmp_path: Path) -> None:
+    """Cold, warm (no parse, libcst not imported), after an edit of the module the file imports, after an
+    edit of the file: each the findings of a cold run (no cache) of the same tree; and an entry written by
+    `compile-lint` over the same file answers flake8 too (a pre-commit config running both)."""
+    project = tmp_path / "project"
+    (project / "pkg").mkdir(parents=True)
+    (project / "pyproject.toml").write_text('[project]\nname = "pkg"\nversion = "0"\n')
+    (project / "pkg" / "__init__.py").write_text("")
+    base, model = project / "pkg" / "base.py", project / "pkg" / "model.py"
+    base.write_text(BASE)
+    model.write_text(MODEL)
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "XDG_CACHE_HOME": str(tmp_path / "user-cache")}
+
+    def run(*command: str) -> tuple[list[str], bool]:
+        result = subprocess.run(command, capture_output=True, text=True, cwd=project, env=env, timeout=120)
+        assert not result.stderr, result.stderr
+        *lines, imported = result.stdout.splitlines()
+        return lines, imported == "libcst imported: True"
+
+    def flake8_run() -> tuple[list[str], bool]:
+        return run(sys.executable, "-c", PROBE, "--select", "TCL", "pkg/model.py")
+
+    def cold_run() -> list[str]:
+        shutil.rmtree(project / CACHE_DIR, ignore_errors=True)
+        found, imported = flake8_run()
+        assert imported
+        return found
+
+    assert flake8_run() == ([], True)
+    assert list((project / CACHE_DIR).rglob("*.json")), "no findings cache entry written"
+    assert flake8_run() == ([], False)
+
+    base.write_text(BASE.replace("return 2", "return x.sum()"))  # scale() now returns a tensor: TCL103
+    edited, imported = flake8_run()
+    assert imported and [line.split()[1] for line in edited] == ["TCL103"]
+    assert flake8_run() == (edited, False)
+    assert cold_run() == edited
+
+    model.write_text("\n" + MODEL)  # the finding moves a line down
+    moved, imported = flake8_run()
+    assert imported and moved != edited and flake8_run() == (moved, False)
+    assert cold_run() == moved
+
+    shutil.rmtree(project / CACHE_DIR)
+    subprocess.run([sys.executable, "-m", "compile_lint", "pkg/model.py"], cwd=project, env=env, capture_output=True)
+    assert flake8_run() == (moved, False)
+
+
+def test_a_file_in_another_encoding_is_linted_without_the_findings_cache(tmp_path: Path) -> None:
+    """Its text as UTF-8 is not what the engine would read back from those bytes (the cookie names Latin-1), so
+    it cannot key a findings entry: linted each time, with the same findings."""
+    path = tmp_path / "model.py"
+    path.write_bytes(("# -*- coding: latin-1 -*-\n# caf\u00e9\n" + STEP.format(noqa="")).encode("latin-1"))
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "user-cache")}
+    for _ in range(2):
+        result = subprocess.run(
+            [sys.executable, "-m", "flake8", "--select", "TCL", str(path)],
+            capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120,
+        )  # fmt: skip
+        assert reported(result) == [(8, 16, "TCL101")]
+    assert list((tmp_path / CACHE_DIR).rglob("*.json")) == []

@@ -4,7 +4,10 @@ the same tree gives."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -245,3 +248,50 @@ def test_a_new_language_server_reads_the_import_table_the_last_one_saved(
         "caller2.py",
     ]
     assert scanned == ["caller1.py"]
+
+
+def test_the_engine_fingerprint_follows_every_edit_of_the_package_without_reading_every_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An editable install edited in place: a new stamp (size, mtime) or, within the clock's tick, new bytes
+    change the fingerprint, so no finding cached by other code is served; bytecode does not count."""
+    package = tmp_path / "compile_lint"
+    (package / "rules").mkdir(parents=True)
+    (package / "__pycache__").mkdir()
+    rule, data = package / "rules" / "rule.py", package / "rules" / "skip.json"
+    rule.write_text("LIMIT = 1\n")
+    data.write_text("[]\n")
+    hour_ago = time.time() - 3600
+    for path in (rule, data):
+        os.utime(path, (hour_ago, hour_ago))
+    read: list[Path] = []
+    read_bytes = Path.read_bytes
+
+    def recording(path: Path) -> bytes:
+        read.append(path)
+        return read_bytes(path)
+
+    monkeypatch.setattr(Path, "read_bytes", recording)
+    seen = {engine.folder_fingerprint(str(package))}
+    assert read == []  # stamps written long before the run: not read
+    (package / "__pycache__" / "rule.cpython-311.pyc").write_bytes(b"\0")
+    assert engine.folder_fingerprint(str(package)) in seen
+
+    def changes() -> None:
+        fingerprint = engine.folder_fingerprint(str(package))
+        assert fingerprint not in seen
+        seen.add(fingerprint)
+
+    rule.write_text("LIMIT = 2\n")  # same size, same second as the run below: read
+    changes()
+    assert read == [rule]
+    os.utime(rule, (hour_ago + 1, hour_ago + 1))  # same size, a stamp written long before the run: not read
+    changes()
+    data.write_text('["a"]\n')  # data files count too
+    changes()
+    (package / "rules" / "new_rule.py").write_text("")
+    changes()
+    fingerprint = engine.engine_fingerprint.__wrapped__
+    assert fingerprint() == engine.engine_fingerprint()
+    monkeypatch.setattr(sys, "version", "3.99.0")  # another Python over the same project
+    assert fingerprint() != engine.engine_fingerprint()

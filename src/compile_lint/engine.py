@@ -11,11 +11,13 @@ import fcntl
 import gc
 import hashlib
 import hmac
+import importlib.util
 import json
 import os
 import pickle
 import re
 import signal
+import sys
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
@@ -577,14 +579,44 @@ def _quiet_on_interrupt() -> None:
 
 
 # -- the cache ---------------------------------------------------------------------------------------
+RECENT = 2.0  # seconds: a file written this recently may be written again with the same mtime (coarse clocks)
+
+
 @cache
 def engine_fingerprint() -> str:
-    """Changes whenever compile-lint's own code does, so stale cache entries are never used."""
-    digest = hashlib.sha256(__version__.encode())
-    package = Path(__file__).parent
-    for source in sorted(package.rglob("*.py")):
-        digest.update(source.read_bytes())
+    """Changes whenever compile-lint's own code or data does, so stale cache entries are never used: the
+    version, where the package is, and each file's name, size and mtime (in nanoseconds), the stamp Python
+    itself trusts (in seconds) to run a module's cached bytecode; an editable install edited in place changes
+    them. A file written in the last `RECENT` seconds is hashed too: a second edit within the filesystem's
+    clock tick would keep its stamp. Stats instead of reading every file (a tenth of a warm run). Python's
+    version (its parser decides which files are syntax errors) and libcst's install (its stamp) count too."""
+    libcst = importlib.util.find_spec("libcst")  # found, not imported
+    parser = os.stat(libcst.origin) if libcst is not None and libcst.origin else None
+    installed = f"{parser.st_size}\0{parser.st_mtime_ns}" if parser else ""
+    return folder_fingerprint(os.path.dirname(__file__), f"{sys.version}\0{installed}")
+
+
+def folder_fingerprint(folder: str, dependencies: str = "") -> str:
+    """`engine_fingerprint` of the package in `folder`, run with `dependencies` (their versions)."""
+    digest = hashlib.sha256(f"{__version__}\0{folder}\0{dependencies}".encode())
+    now = time.time()
+    for entry in sorted(_package_files(folder), key=lambda e: e.path):
+        stat = entry.stat()
+        digest.update(f"\0{entry.path}\0{stat.st_size}\0{stat.st_mtime_ns}".encode())
+        if now - stat.st_mtime < RECENT:  # or in the future
+            digest.update(Path(entry.path).read_bytes())
     return digest.hexdigest()[:16]
+
+
+def _package_files(folder: str) -> Iterator[os.DirEntry[str]]:
+    """Every file under the package's folder but compiled bytecode."""
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            if entry.is_dir():
+                if entry.name != "__pycache__":
+                    yield from _package_files(entry.path)
+            elif entry.is_file():
+                yield entry
 
 
 class RunCache:
@@ -815,15 +847,23 @@ def lint(paths: list[str], config: Config, jobs: int = 1, use_cache: bool = True
     files, unlisted = find_files(paths, config)
     options, limits = options_of(config), limits_of(config)
     items, unread = read_all(files)
-    errors = unlisted + unread
-    store = RunCache(config.root, options.torch_version) if use_cache else None
+    findings, cached = cached_analysis(items, options, limits, config.root if use_cache else None, jobs)
+    return LintResult(apply_filters(unlisted + unread + findings, config, items), len(files), len(items) * cached)
+
+
+def cached_analysis(
+    items: list[tuple[str, bytes]], options: Options, limits: Limits, root: Path | None, jobs: int = 1
+) -> tuple[list[Finding], bool]:
+    """`analyze`, answered from the findings cache of `root` (None: no cache) when the files and every file
+    the analysis read from are unchanged; and whether it was. Shared by the CLI and the flake8 plugin."""
+    store = RunCache(root, options.torch_version) if root is not None else None
     key = store.key(items, options, limits) if store else ""
     findings = store.get(key) if store else None
-    cached = len(items) if findings is not None else 0
-    if findings is None:
-        indexes = use_index_cache(config.root if use_cache else None, options.torch_version)
-        indexes.sources.clear()
-        findings = analyze(items, options, limits, jobs)
-        if store is not None:
-            store.put(key, findings, dict(indexes.sources))
-    return LintResult(apply_filters(errors + findings, config, items), len(files), cached)
+    if findings is not None:
+        return findings, True
+    indexes = use_index_cache(root, options.torch_version)
+    indexes.sources.clear()
+    findings = analyze(items, options, limits, jobs)
+    if store is not None:
+        store.put(key, findings, dict(indexes.sources))
+    return findings, False

@@ -6,24 +6,34 @@ Helpers reached from another file need `compile-lint` itself, which sees the who
 flake8 does `--select`, `--ignore`, `--extend-select`, per-file-ignores and `# noqa` itself; from
 `[tool.compile-lint]` the plugin takes only what changes the analysis: the capture flags and
 `extra-regions`. The opt-in codes (TCL703, TCL902) join flake8's default ignore list, so they are
-reported only when `--select`/`--extend-select` names them. The files a linted file imports are read from the
-same index cache as `compile-lint` uses (`.compile_lint_cache` of the project's root), so each is parsed once
-for every flake8 process and run, not once per linted file.
+reported only when `--select`/`--extend-select` names them. The findings come from the same caches as
+`compile-lint`'s (`.compile_lint_cache` of the project's root): a file unchanged since it was last linted, with
+every file it imports unchanged, is answered from the findings cache without parsing anything (libcst is not
+even imported); otherwise the files it imports are read from the index cache, so each is parsed once for every
+flake8 process and run, not once per linted file.
 """
 
 from __future__ import annotations
 
 import ast
+import os
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from compile_lint import __version__
+from compile_lint.analysis.source import decode
 from compile_lint.config import OPT_IN, Config, ConfigError, load_config
-from compile_lint.engine import load_source, options_of, parse_source, use_index_cache
+from compile_lint.engine import (
+    cached_analysis,
+    limits_of,
+    options_of,
+    parse_source,
+    project_findings,
+    use_index_cache,
+)
 from compile_lint.finding import Finding
-from compile_lint.project import Project
 
 Error = tuple[int, int, str, type]
 
@@ -59,10 +69,26 @@ class CompileLintPlugin:
         except ConfigError as error:  # a flake8 error line, not a traceback from inside flake8
             yield 1, 0, f"TCL000 file not linted: configuration error: {error}", type(self)
             return
-        options = options_of(config)
-        use_index_cache(config.root, options.torch_version)
-        parsed = parse_source(self.filename, "".join(self.lines))
-        findings = [parsed] if isinstance(parsed, Finding) else Project([parsed], options, (), load_source).findings()
+        path, text = os.path.normpath(self.filename), "".join(self.lines)
+        options, limits = options_of(config), limits_of(config)
+        data = _as_read(text)
+        if data is not None:  # what `compile-lint` would analyse from a file holding these bytes
+            findings, _ = cached_analysis([(path, data)], options, limits, config.root)
+        else:
+            use_index_cache(config.root, options.torch_version)
+            parsed = parse_source(path, text, limits)
+            findings = [parsed] if isinstance(parsed, Finding) else project_findings([parsed], [], options)
         for finding in sorted(findings, key=lambda f: f.sort_key):
             # flake8 columns are 0-based; it adds 1 when it prints them.
             yield finding.line, finding.col - 1, flake8_message(finding), type(self)
+
+
+def _as_read(text: str) -> bytes | None:
+    """The text as UTF-8 bytes, when the engine reads these bytes back as this very text (not if an
+    encoding cookie names another codec and the text is not ASCII): only then can the findings cache
+    key on them, shared with `compile-lint`'s runs over the same file."""
+    try:
+        data = text.encode()
+        return data if decode(data) == text else None
+    except (UnicodeError, SyntaxError, LookupError):
+        return None

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import libcst as cst
 
+from compile_lint.analysis.nodes import iter_nodes
 from compile_lint.analysis.tensors import dotted_code
+from compile_lint.analysis.values import Cond
 from compile_lint.analysis.walker import RuleContext
 from compile_lint.rules.base import Example, Rule
 
@@ -56,10 +58,11 @@ class AutogradInRegion(Rule):
         "`torch.autograd.backward` is on the skip list (GB0007). The graph ends, autograd runs eagerly "
         "and a new graph starts after it. `torch.func.grad` traces without a break. Measured with torch "
         "2.13 and 2.14: setting `.requires_grad` breaks (GB0206); `requires_grad_()` on an input or a "
-        "parameter breaks (GB0125), even with False; on a tensor computed in the region it breaks when "
-        "that tensor reaches an output (GB8985), and `requires_grad_(False)` there traces. A torch factory "
-        "called with `requires_grad=True` (`torch.tensor`, `torch.zeros`, `torch.zeros_like`, ...) breaks "
-        "on its line (GB0225)."
+        "parameter breaks (GB0125), even with False; on a tensor computed in the region it breaks (GB8985) "
+        "when gradients are enabled and the tensor is used, and under `torch.no_grad()` only when the region "
+        "returns it or a view of it (the finding is then on the default path, else on the training path); "
+        "`requires_grad_(False)` there traces. A torch factory called with `requires_grad=True` "
+        "(`torch.tensor`, `torch.zeros`, `torch.zeros_like`, ...) breaks on its line (GB0225)."
     )
     example = (
         "@torch.compile\ndef train_step(model, x, y):\n    loss = (model(x) - y).pow(2).mean()\n"
@@ -125,12 +128,17 @@ class AutogradInRegion(Rule):
         if not isinstance(func, cst.Attribute) or func.attr.value != "requires_grad_":
             return
         receiver = func.value
+        cond = 0
         if self._from_outside(receiver, ctx):
             code, where = REQUIRES_GRAD_CALL, "on a tensor from outside the region (an input or a parameter)"
         elif node.args and dotted_code(node.args[0].value) == "False":
             return
         elif ctx.facts.may_be_tensor(receiver):
-            code, where = REQUIRES_GRAD_LEAK, "on a tensor computed in the region, which then reaches the output"
+            if _returned(node, ctx):
+                code, where = REQUIRES_GRAD_LEAK, "on a tensor computed in the region, which the region returns"
+            else:
+                code, where = REQUIRES_GRAD_LEAK, "on a tensor computed in the region, used when gradients are on"
+                cond = Cond.TRAINING  # under no_grad only the tensor itself (or a view of it) as an output breaks
         else:
             return
         ctx.report(
@@ -139,6 +147,7 @@ class AutogradInRegion(Rule):
             f"`{dotted_code(func)}(...)` {where}: the graph breaks here ({code})",
             gb_codes=(code,),
             fix=REQUIRES_GRAD_FIX,
+            cond=cond,
         )
 
     def visit_Call(self, node: cst.Call, ctx: RuleContext) -> None:
@@ -199,6 +208,50 @@ def _requires_grad_true(node: cst.Call) -> bool:
         arg.keyword is not None and arg.keyword.value == "requires_grad" and dotted_code(arg.value) == "True"
         for arg in node.args
     )
+
+
+# Tensor methods that return a view of their receiver: a view of the leaf as an output leaks it too.
+VIEWS = frozenset(
+    {"view", "reshape", "expand", "transpose", "permute", "squeeze", "unsqueeze", "flatten", "unflatten",
+     "narrow", "select", "view_as", "expand_as", "t"}
+)  # fmt: skip
+
+
+def _returned(call: cst.Call, ctx: RuleContext) -> bool:
+    """Does the region return the tensor `call` made (or a view of it), or hook it? Measured on 2.13 and 2.14:
+    under `torch.no_grad()` only that breaks (GB8985); with gradients on, any use of the tensor does. A helper
+    returning it hands it to its caller, which usually computes on (an attention fallback of zeros): that counts
+    only in the region's own function."""
+    function = ctx.function
+    if function is None or (ctx.reach is not None and ctx.reach.via):
+        return False
+    names: set[str] = set()
+    for node in iter_nodes(function.node.body):
+        if isinstance(node, cst.Assign) and _leaf_of(node.value) is call:
+            names.update(t.target.value for t in node.targets if isinstance(t.target, cst.Name))
+    for node in iter_nodes(function.node.body):
+        if isinstance(node, cst.Return) and node.value is not None:
+            values = [e.value for e in node.value.elements] if isinstance(node.value, cst.Tuple) else [node.value]
+            for value in values:
+                leaf = _leaf_of(value)
+                if leaf is call or (isinstance(leaf, cst.Name) and leaf.value in names):
+                    return True
+        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+            hooked = node.func.value
+            if node.func.attr.value == "register_hook" and isinstance(hooked, cst.Name) and hooked.value in names:
+                return True
+    return False
+
+
+def _leaf_of(value: cst.BaseExpression) -> cst.BaseExpression:
+    """`y[:2].view(4)` -> `y`: through subscripts and view methods to the tensor they view."""
+    while True:
+        if isinstance(value, cst.Subscript):
+            value = value.value
+        elif isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in VIEWS:
+            value = value.func.value
+        else:
+            return value
 
 
 RULE = AutogradInRegion()

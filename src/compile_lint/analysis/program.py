@@ -87,6 +87,7 @@ class Program:
         self._missing_modules: set[str] = set()
         self._module_files: dict[str, FileIndex | None] = {}
         self._imports: dict[tuple[str, str], Value | None] = {}
+        self._closures: dict[FunctionKey, Env] = {}
         for info in list(self._functions.values()):
             if info.decorators:
                 self._resolve_decorators(info)
@@ -369,6 +370,32 @@ class Program:
                     params = self.bind_params(self._functions[method], [UNKNOWN_VALUE] * 2, {}, False, Value.of(atom))
                     targets.append(CallTarget(method, params, "__setattr__", "setattr"))
         return targets
+
+    def closure_env(self, info: FunctionInfo) -> Env:
+        """The names a nested function sees from the function it is defined in, as they are where it is
+        defined (`model = Net(...).eval()` before `@torch.compile def step(x): return model(x)`)."""
+        if info.enclosing is None:
+            return {}
+        found = self._closures.get(info.key)
+        if found is not None:
+            return found
+        self._closures[info.key] = {}  # a nested function inside its own enclosing walk sees nothing more
+        outer = self._functions.get(info.enclosing)
+        if outer is None:
+            return {}
+        receiver = self.instance_value(outer.class_key) if outer.class_key else None
+        flow = Flow(
+            self,
+            self.files[outer.path],
+            outer,
+            {**self.closure_env(outer), **self.entry_params(outer, receiver, entry=False)},
+        )
+        try:
+            flow.run()
+        except RecursionError:
+            return {}
+        found = self._closures[info.key] = flow.closures.get(info.key, {})
+        return found
 
     # -- calls ---------------------------------------------------------------------------------------
     def entry_params(self, info: FunctionInfo, receiver: Value | None, entry: bool = True) -> Env:

@@ -557,6 +557,10 @@ class TensorFacts:
                 if not rest:
                     return method
                 return method.join(self._call_through(node, func, rest))
+        if isinstance(func, cst.Attribute) and func.attr.value in MODULE_RETURNS_SELF:
+            chained = self._module_itself(func)
+            if chained is not None:
+                return chained
         name = self._library_name(func)
         if name is not None:
             library = library_call_value(name, node, self)
@@ -569,6 +573,16 @@ class TensorFacts:
             if builtin is not None:
                 return builtin
         return self._call_through(node, func, self.value(func))
+
+    def _module_itself(self, func: cst.Attribute) -> Value | None:
+        """`Net(...).eval()`, `model.to(device)`: nn.Module methods that return the module itself (unless
+        its class defines the method)."""
+        receiver = self.value(func.value)
+        own = self.program.method if self.program is not None else None
+        for atom in receiver:
+            if not isinstance(atom, Module) or (atom.cls is not None and own and own(atom.cls, func.attr.value)):
+                return None
+        return receiver or None
 
     def _is_module_path(self, node: cst.BaseExpression) -> bool:
         """`torch.nn.functional`, `np.random`: an imported module, not a value."""
@@ -926,6 +940,10 @@ def builtin_call_value(name: str, node: cst.Call, facts: TensorFacts) -> Value |
         return UNKNOWN_VALUE
     return None
 
+
+# nn.Module methods that return the module (`net = Net().eval()`).
+MODULE_RETURNS_SELF = frozenset({"eval", "train", "to", "cpu", "cuda", "float", "double", "half", "bfloat16",
+                                 "requires_grad_", "type", "apply", "share_memory", "to_empty"})  # fmt: skip
 
 ARRAY_CLASSES = {
     "torch.Tensor": TENSOR_LIKE - {NUMPY},

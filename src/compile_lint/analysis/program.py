@@ -238,7 +238,10 @@ class Program:
             env = self._globals[path] = {}  # seen while it is being computed: what is bound so far
             flow = Flow(self, index, None, {})
             flow.facts.env = env
-            flow.run_module(index.tree.body)
+            # A top-level `if`/`try` joins its branches into a new environment: keep the globals bound after it
+            # too (imported names resolve through the imports, which know `try: import` / `except` fallbacks).
+            bound = flow.run_module(index.tree.body)
+            env.update({k: v for k, v in bound.items() if k not in env and k not in index.imports.aliases})
         found = env.get(name)
         if found is None and name in index.imports.aliases:  # a package re-exporting `from .loop import f`
             return self.import_value(path, index.imports.aliases[name])

@@ -507,7 +507,19 @@ class Program:
             return None
         receiver = None
         if atom.bound is not None:
-            receiver = facts.value(func.value) if isinstance(func, cst.Attribute) else self.instance_value(atom.bound)
+            receiver = self.instance_value(atom.bound)
+            if isinstance(func, cst.Attribute):
+                # Only the receivers that run this method: `layer.get_mask_sizes()` on a join of layer classes
+                # walks each class's method with its own instances.
+                name = func.attr.value
+                value = facts.value(func.value)
+                kept = {
+                    a: c
+                    for a, c in value.atoms.items()
+                    if not isinstance(a, (Module, Instance)) or a.cls is None or self.method(a.cls, name) == atom.key
+                }
+                if any(isinstance(a, (Module, Instance)) for a in kept) or len(kept) == len(value.atoms):
+                    receiver = Value(kept)
         params = self.bind_params(info, positional, keywords, starred, receiver)
         return CallTarget(atom.key, params, "call", text)
 

@@ -71,7 +71,6 @@ UNCOVERED: dict[str, tuple[str, str]] = {
     "GB0049": (DYNAMIC_ONLY, "an op overload packet resolved at trace time"),
     "GB0050": (DYNAMIC_ONLY, "an `except` clause whose type is known only at run time"),
     "GB0051": (DYNAMIC_ONLY, "an `except` clause whose type is known only at run time"),
-    "GB0467": (NOT_YET, "setattr() on an object Dynamo does not track (corpus: transformers' output-capture hook)"),
     "GB0363": (
         DYNAMIC_ONLY,
         "an opaque object made mid-trace (corpus: a torch.Generator in torchsde)",

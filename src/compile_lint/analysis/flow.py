@@ -35,6 +35,7 @@ from compile_lint.analysis.values import (
     UNKNOWN_VALUE,
     Cond,
     Function,
+    FunctionKey,
     Seq,
     Value,
     join_all,
@@ -99,6 +100,7 @@ class Flow:
         self.returns: list[Value] = []
         self.calls: list[CallSite] = []
         self.loops: list[_Loop] = []
+        self.closures: dict[FunctionKey, Env] = {}  # the names in scope where each nested function is defined
 
     @property
     def cond(self) -> int:
@@ -363,6 +365,7 @@ class Flow:
         (it usually runs here too: closures, `custom_forward`, decorator wrappers)."""
         key = (self.index.path, self._nested_qualname(node.name.value))
         info = self.program.function(key)
+        self.closures[key] = join_envs([self.closures[key], self.env]) if key in self.closures else dict(self.env)
         self.emit(node)
         for decorator in node.decorators:
             self.visit(decorator.decorator)
@@ -408,7 +411,9 @@ class Flow:
         self.env = dict(saved)
         self.block(_body(node.body))
         self.env = saved
-        self.facts.bind(node.name, OBJECT_VALUE)
+        key = (self.index.path, self._nested_qualname(node.name.value))
+        known = self.program.class_info(key) is not None
+        self.facts.bind(node.name, self.program.class_value(key) if known else OBJECT_VALUE)
         return True
 
     def _module_function(self, node: cst.FunctionDef) -> bool:

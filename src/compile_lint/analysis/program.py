@@ -87,6 +87,7 @@ class Program:
         self._missing_modules: set[str] = set()
         self._module_files: dict[str, FileIndex | None] = {}
         self._imports: dict[tuple[str, str], Value | None] = {}
+        self._closures: dict[FunctionKey, Env] = {}
         for info in list(self._functions.values()):
             if info.decorators:
                 self._resolve_decorators(info)
@@ -237,7 +238,10 @@ class Program:
             env = self._globals[path] = {}  # seen while it is being computed: what is bound so far
             flow = Flow(self, index, None, {})
             flow.facts.env = env
-            flow.run_module(index.shell.body)  # function bodies are not walked
+            # A top-level `if`/`try` joins its branches into a new environment: keep the globals bound after it
+            # too (imported names resolve through the imports, which know `try: import` / `except` fallbacks).
+            bound = flow.run_module(index.shell.body)  # function bodies are not walked
+            env.update({k: v for k, v in bound.items() if k not in env and k not in index.imports.aliases})
         found = env.get(name)
         if found is None and name in index.imports.aliases:  # a package re-exporting `from .loop import f`
             return self.import_value(path, index.imports.aliases[name])
@@ -370,6 +374,32 @@ class Program:
                     targets.append(CallTarget(method, params, "__setattr__", "setattr"))
         return targets
 
+    def closure_env(self, info: FunctionInfo) -> Env:
+        """The names a nested function sees from the function it is defined in, as they are where it is
+        defined (`model = Net(...).eval()` before `@torch.compile def step(x): return model(x)`)."""
+        if info.enclosing is None:
+            return {}
+        found = self._closures.get(info.key)
+        if found is not None:
+            return found
+        self._closures[info.key] = {}  # a nested function inside its own enclosing walk sees nothing more
+        outer = self._functions.get(info.enclosing)
+        if outer is None:
+            return {}
+        receiver = self.instance_value(outer.class_key) if outer.class_key else None
+        flow = Flow(
+            self,
+            self.files[outer.path],
+            outer,
+            {**self.closure_env(outer), **self.entry_params(outer, receiver, entry=False)},
+        )
+        try:
+            flow.run()
+        except RecursionError:
+            return {}
+        found = self._closures[info.key] = flow.closures.get(info.key, {})
+        return found
+
     # -- calls ---------------------------------------------------------------------------------------
     def entry_params(self, info: FunctionInfo, receiver: Value | None, entry: bool = True) -> Env:
         """Parameter values when nothing is known of the caller (a region entry, a class's own walk)."""
@@ -477,7 +507,19 @@ class Program:
             return None
         receiver = None
         if atom.bound is not None:
-            receiver = facts.value(func.value) if isinstance(func, cst.Attribute) else self.instance_value(atom.bound)
+            receiver = self.instance_value(atom.bound)
+            if isinstance(func, cst.Attribute):
+                # Only the receivers that run this method: `layer.get_mask_sizes()` on a join of layer classes
+                # walks each class's method with its own instances.
+                name = func.attr.value
+                value = facts.value(func.value)
+                kept = {
+                    a: c
+                    for a, c in value.atoms.items()
+                    if not isinstance(a, (Module, Instance)) or a.cls is None or self.method(a.cls, name) == atom.key
+                }
+                if any(isinstance(a, (Module, Instance)) for a in kept) or len(kept) == len(value.atoms):
+                    receiver = Value(kept)
         params = self.bind_params(info, positional, keywords, starred, receiver)
         return CallTarget(atom.key, params, "call", text)
 

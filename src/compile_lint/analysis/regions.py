@@ -25,6 +25,7 @@ from compile_lint.analysis.tensors import TensorFacts
 from compile_lint.analysis.values import ClassKey, Cond, FunctionKey, Value
 
 MAX_WALKS = 4  # a function re-walked this often keeps its last parameter values
+MAX_DELEGATION = 3  # a decorator handing the work to another one, followed this deep
 
 
 @dataclass
@@ -183,6 +184,8 @@ class Reachability:
             classes = root.receivers or ([info.class_key] if info.class_key else [])
             receivers: list[Value | None] = [program.instance_value(cls) for cls in classes] or [None]
             params = join_envs([program.entry_params(info, receiver) for receiver in receivers])
+            if info.enclosing is not None:  # a compiled closure: the enclosing function's names as well
+                params = {**program.closure_env(info), **params}
             self._push(root.key, Reach(info.qualname, root.reason, [], root.cond, params))
 
     def run(self, analyze: Analyze) -> None:
@@ -221,14 +224,37 @@ class Reachability:
                     params = self.program.bind_params(target, *facts.arguments(decorator), None)
                 else:
                     params = self.program.entry_params(target, None, entry=False)
-                self._offer(atom.key, params, reach.cond, reach, f"@{dotted(callee)} (decorator)", nested_only=True)
-                applied = self.reached.get(atom.key)
-                if (
-                    applied is not None
-                    and not self.program.is_linted(target.path)
-                    and all(key != info.key for key, _ in applied.applied_at)
-                ):
-                    applied.applied_at.append((info.key, decorator))
+                for key, key_params in [(atom.key, params), *self._delegates(target)]:
+                    self._offer(key, key_params, reach.cond, reach, f"@{dotted(callee)} (decorator)", nested_only=True)
+                    applied = self.reached.get(key)
+                    if (
+                        applied is not None
+                        and not self.program.is_linted(key[0])
+                        and all(done != info.key for done, _ in applied.applied_at)
+                    ):
+                        applied.applied_at.append((info.key, decorator))
+
+    def _delegates(self, decorator: FunctionInfo, depth: int = MAX_DELEGATION) -> list[tuple[FunctionKey, Env]]:
+        """The decorators a decorator hands the work to: `return _cached(method, name=name)` or
+        `return functools.partial(_cached, name=name)`; their wrappers are what runs on every call."""
+        if depth == 0:
+            return []
+        facts = TensorFacts(self.program.index_of(decorator.path).imports, self.program, decorator.path)
+        found: list[tuple[FunctionKey, Env]] = []
+        for node in iter_nodes(decorator.node.body, prune=(cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            if not isinstance(node, cst.Return) or not isinstance(node.value, cst.Call):
+                continue
+            call = node.value
+            callee: cst.BaseExpression = call.func
+            if dotted(callee) in ("partial", "functools.partial") and call.args:
+                callee = call.args[0].value
+            for atom in facts.value(callee).functions():
+                target = self.program.function(atom.key)
+                if target is None or target.enclosing is not None or atom.key == decorator.key:
+                    continue
+                found.append((atom.key, self.program.entry_params(target, None, entry=False)))
+                found.extend(self._delegates(target, depth - 1))
+        return found
 
     def _offer(
         self, key: FunctionKey, params: Env, cond: int, caller: Reach, how: str, nested_only: bool = False

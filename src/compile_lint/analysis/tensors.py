@@ -443,7 +443,7 @@ class TensorFacts:
             elif isinstance(atom, Mapping):
                 parts.append(atom.value.under(cond))
             elif isinstance(atom, Module):
-                parts.append(Value.of(Module(), cond=cond))
+                parts.append(Value.of(atom, cond=cond) if sliced else (atom.items or Value.of(Module())).under(cond))
             elif atom == STR:
                 parts.append(Value.of(STR, cond=cond))
             else:
@@ -555,6 +555,10 @@ class TensorFacts:
                 if not rest:
                     return method
                 return method.join(self._call_through(node, func, rest))
+        if isinstance(func, cst.Attribute) and func.attr.value in MODULE_RETURNS_SELF:
+            chained = self._module_itself(func)
+            if chained is not None:
+                return chained
         name = self._library_name(func)
         if name is not None:
             library = library_call_value(name, node, self)
@@ -578,6 +582,16 @@ class TensorFacts:
             if defined.only((TRUE,)) or defined.only((FALSE,)):
                 return defined
         return TRUE_VALUE if last in COMPILING else FALSE_VALUE
+
+    def _module_itself(self, func: cst.Attribute) -> Value | None:
+        """`Net(...).eval()`, `model.to(device)`: nn.Module methods that return the module itself (unless
+        its class defines the method)."""
+        receiver = self.value(func.value)
+        own = self.program.method if self.program is not None else None
+        for atom in receiver:
+            if not isinstance(atom, Module) or (atom.cls is not None and own and own(atom.cls, func.attr.value)):
+                return None
+        return receiver or None
 
     def _is_module_path(self, node: cst.BaseExpression) -> bool:
         """`torch.nn.functional`, `np.random`: an imported module, not a value."""
@@ -675,7 +689,7 @@ def _unpacked(value: Value) -> Value:
         elif atom in TENSOR_LIKE or atom == STR:
             parts.append(Value.of(atom, cond=cond))
         elif isinstance(atom, Module):
-            parts.append(Value.of(Module(), cond=cond))
+            parts.append((atom.items or Value.of(Module())).under(cond))
         else:
             parts.append(Value.of(UNKNOWN, cond=cond))
     return join_all(parts) or UNKNOWN_VALUE
@@ -830,6 +844,8 @@ def _to_bool(node: cst.Call, facts: TensorFacts) -> bool:
 
 def library_call_value(name: str, node: cst.Call, facts: TensorFacts) -> Value | None:
     """Calls into torch, numpy, einops, math...; None when the name is not one we model."""
+    if name in MODULE_CONTAINERS:
+        return _container_value(name, node, facts)
     if name.startswith("torch."):
         value = torch_call_value(name)
         dtypes = [a.value for a in node.args if a.keyword and a.keyword.value == "dtype"]
@@ -856,6 +872,29 @@ def library_call_value(name: str, node: cst.Call, facts: TensorFacts) -> Value |
     if name in ("logging.getLogger", "logging.get_logger") or name.endswith(".get_logger"):
         return Value.of(External("logging.Logger"))
     return None
+
+
+MODULE_CONTAINERS = frozenset({"torch.nn.ModuleList", "torch.nn.Sequential", "torch.nn.ModuleDict"})
+
+
+def _container_value(name: str, node: cst.Call, facts: TensorFacts) -> Value:
+    """`nn.ModuleList([Block(c) for ...])`, `nn.Sequential(a, b)`, `nn.ModuleDict({...})`: a module that
+    keeps the classes of the modules it holds (`for block in self.blocks: block.step(x)` reaches `step`)."""
+    held: list[Value] = []
+    for arg in node.args:
+        if arg.keyword is not None:
+            continue
+        value = facts.value(arg.value)
+        for atom in value:
+            if isinstance(atom, Module):
+                held.append(Value.of(atom))  # nn.Sequential(a, b)
+            elif isinstance(atom, Mapping):
+                held.append(atom.value)
+            elif isinstance(atom, (Seq, Tup)):
+                held.append(atom.item)
+    modules = [atom for atom in join_all(held) if isinstance(atom, Module)]
+    items = Value.of(*modules) if modules else None
+    return Value.of(Module(name=name.rsplit(".", 1)[-1], items=items))
 
 
 def _field_names(node: cst.BaseExpression) -> tuple[str, ...]:
@@ -944,6 +983,10 @@ def builtin_call_value(name: str, node: cst.Call, facts: TensorFacts) -> Value |
         return UNKNOWN_VALUE
     return None
 
+
+# nn.Module methods that return the module (`net = Net().eval()`).
+MODULE_RETURNS_SELF = frozenset({"eval", "train", "to", "cpu", "cuda", "float", "double", "half", "bfloat16",
+                                 "requires_grad_", "type", "apply", "share_memory", "to_empty"})  # fmt: skip
 
 ARRAY_CLASSES = {
     "torch.Tensor": TENSOR_LIKE - {NUMPY},

@@ -103,6 +103,7 @@ class Module:
 
     cls: ClassKey | None = None
     name: str = ""
+    items: Value | None = None  # a container (nn.ModuleList, nn.Sequential, nn.ModuleDict): the modules it holds
 
 
 @dataclass(frozen=True)
@@ -253,6 +254,8 @@ class Value:
                 atom = Seq(atom.item.widen(depth + 1))
             elif isinstance(atom, Mapping):
                 atom = Mapping(atom.value.widen(depth + 1))
+            elif isinstance(atom, Module) and atom.items is not None:
+                atom = Module(atom.cls, atom.name, atom.items.widen(depth + 1))
             changed[atom] = changed[atom] & cond if atom in changed else cond
         return Value(changed)
 
@@ -292,7 +295,7 @@ def _item_of(atom: Atom) -> Value:
     if isinstance(atom, Mapping):
         return Value.of(UNKNOWN)  # iterating a dict yields its keys
     if isinstance(atom, Module):
-        return Value.of(Module())  # nn.ModuleList / nn.Sequential: items are modules
+        return atom.items or Value.of(Module())  # nn.ModuleList / nn.Sequential: items are modules
     if atom in TENSOR_LIKE:
         return Value.of(atom)
     if atom == STR:

@@ -1,4 +1,4 @@
-"""TCL301: a call Dynamo skips or cannot trace (clocks, Python RNG, datetime, json, frames, pdb)."""
+"""TCL301: a call Dynamo skips or cannot trace (clocks, Python RNG, datetime, json, pickle, frames, pdb)."""
 
 from __future__ import annotations
 
@@ -81,6 +81,12 @@ TORCH_SEED = Skipped(
     "changes torch's global RNG state, which Dynamo skips",
     "Seed (or save/restore the RNG state) outside the compiled function, before you call it.",
 )
+PICKLE = Skipped(
+    SKIPPED,
+    "is a C function of the `pickle` module, which Dynamo skips",
+    "Serialize outside the compiled function, or key a cache on values Dynamo can hash (a tuple of the "
+    "arguments, `tuple(sorted(kwargs.items()))` of plain values).",
+)
 JIT_ISINSTANCE = Skipped(
     SKIPPED,
     "is TorchScript's type refinement, which Dynamo skips (measured on 2.13 and 2.14)",
@@ -119,6 +125,8 @@ CALLS: dict[str, Skipped] = {
     "inspect.stack": FRAME,
     "sys._getframe": FRAME,
     "pdb.set_trace": DEBUGGER,
+    "pickle.dumps": PICKLE,
+    "pickle.loads": PICKLE,
     "time.sleep": SLEEP,
     "torch.manual_seed": TORCH_SEED,
     "torch.random.manual_seed": TORCH_SEED,
@@ -269,7 +277,7 @@ class SkippedCall(Rule):
         "Flags calls, resolved through the file's imports, that Dynamo refuses to trace, or traces into "
         "results that differ from eager: `time.*` (`time.time`, `perf_counter`, `sleep`, ...), Python's "
         "`random.*` except `randint` and `randrange`, `np.random.*` draws that return a Python scalar or lie "
-        "outside torch._numpy, `datetime.datetime.now/utcnow/today`, `json.dumps/loads/dump/load`, "
+        "outside torch._numpy, `datetime.datetime.now/utcnow/today`, `json.dumps/loads/dump/load`, `pickle.dumps/loads`, "
         "`inspect.currentframe`, `inspect.stack`, `sys._getframe`, `pdb.set_trace`, torch's global RNG state "
         "(`torch.manual_seed`, `get_rng_state`, `set_rng_state`, `initial_seed`) and, with torch 2.14, "
         "`inspect.signature` of a `@torch.compiler.disable` function of the same file. "
@@ -278,7 +286,7 @@ class SkippedCall(Rule):
     )
     why = (
         "Dynamo cannot put these calls into a graph: `time` functions, Python's global RNG, frame access, "
-        "the debugger and the RNG-state functions are on its skip list (GB0007); `datetime.now` and json "
+        "the debugger, `pickle` and the RNG-state functions are on its skip list (GB0007); `datetime.now` and json "
         "reach methods it does not support (GB0156; `json.loads` gives GB4818 from torch 2.14 on); a scalar "
         "`np.random` draw is data-dependent (GB0033) and other np.random functions are not in torch._numpy "
         "(GB0294); `torch.initial_seed` returns an int (GB0208); with torch 2.14, `inspect.signature` of a "

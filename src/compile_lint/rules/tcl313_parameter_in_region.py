@@ -40,8 +40,9 @@ class ParameterInRegion(Rule):
     why = (
         "Dynamo does not trace the `nn.Parameter` constructor (`graph_break_on_nn_param_ctor`). Measured "
         "with torch 2.13 and 2.14: `nn.Linear(4, 4)` or `nn.Parameter(t)` in a compiled function breaks the "
-        "graph on that line (GB0264), also inside the `__init__` of a module built in the region; layers "
-        "without parameters (`nn.Dropout`) trace."
+        "graph on that line (GB0264), also inside the `__init__` of a module built in the region, where only "
+        "the first one breaks (Dynamo then runs that `__init__` eagerly, see TCL314); layers without "
+        "parameters (`nn.Dropout`) trace."
     )
     example = (
         "class Block(nn.Module):\n    def forward(self, x):\n        proj = nn.Linear(x.shape[-1], 8)\n"
@@ -80,12 +81,28 @@ class ParameterInRegion(Rule):
             if not module.startswith("torch.nn") or name not in LAYERS or _turned_off(node, LAYERS[name]):
                 return
             what = f"`{dotted_code(node.func)}(...)` creates its parameters"
+        if _in_module_init(ctx):
+            # The first one makes Dynamo give up on the whole `__init__` (TCL314): the others run eagerly.
+            if ctx.names(self, "reported"):
+                return
+            ctx.names(self, "reported").add("first")
         ctx.report(
             self,
             node,
             f"{what} inside the compiled region: Dynamo does not trace the `nn.Parameter` constructor, so the "
             f"graph breaks here ({PARAMETER_CTOR})",
         )
+
+
+def _in_module_init(ctx: RuleContext) -> bool:
+    function = ctx.function
+    return (
+        function is not None
+        and function.name == "__init__"
+        and function.class_key is not None
+        and ctx.program is not None
+        and ctx.program.is_module_class(function.class_key)
+    )
 
 
 def _turned_off(node: cst.Call, keyword: str | None) -> bool:

@@ -53,7 +53,9 @@ def test_fixture_matches_dynamo(path: Path) -> None:
     """Checks each static finding's own GB codes (the static test ties findings to the expectations)."""
     assert INSTALLED is not None
     unit = {p.resolve() for p in lint_unit(path)}
-    config = Config(root=ROOT, torch_version=versions.label(INSTALLED), extend_select=sorted(OPT_IN))
+    config = Config(
+        root=ROOT, torch_version=versions.label(INSTALLED), extend_select=sorted(OPT_IN), half_precision=True
+    )
     findings = lint([str(p) for p in sorted(unit)], config, use_cache=False).findings
     by_file: dict[Path, list[Finding]] = {}
     for finding in findings:

@@ -15,7 +15,8 @@ from fixture_support import FIXTURES, ROOT, expectations, fixture_files, lint_un
 
 
 def config_for(version: TorchVersion) -> Config:
-    return Config(root=ROOT, torch_version=label(version), extend_select=sorted(OPT_IN))  # fixtures pin TCL703 too
+    # fixtures pin TCL703 too, and run half-precision inputs
+    return Config(root=ROOT, torch_version=label(version), extend_select=sorted(OPT_IN), half_precision=True)
 
 
 def findings_in(path: Path, version: TorchVersion) -> list[Finding]:

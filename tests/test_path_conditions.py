@@ -22,11 +22,23 @@ def markers(path: Path) -> dict[int, str]:
 
 @pytest.mark.parametrize("path", fixture_files(), ids=lambda p: p.name)
 def test_findings_carry_the_path_condition_of_their_line(path: Path) -> None:
-    findings = lint([str(p) for p in lint_unit(path)], Config(root=ROOT), use_cache=False).findings
+    config = Config(root=ROOT, half_precision=True)
+    findings = lint([str(p) for p in lint_unit(path)], config, use_cache=False).findings
     expected = markers(path)
     seen = {f.line: f.path_condition for f in findings if f.path == str(path)}
     assert seen == {line: expected.get(line, "default") for line in seen}
     assert set(expected) <= set(seen), "a `# path:` marker on a line without a finding"
+
+
+def test_half_precision_findings_need_the_setting() -> None:
+    """Weights are float32 by default: a break behind `x.dtype == torch.float16` is reported only for a project
+    that says it runs half precision."""
+    fixture = FIXTURES / "default_path_noise.py"
+    half_lines = {line for line, condition in markers(fixture).items() if condition == "half-precision"}
+    default = lint([str(fixture)], Config(root=ROOT), use_cache=False).findings
+    half = lint([str(fixture)], Config(root=ROOT, half_precision=True), use_cache=False).findings
+    assert half_lines and half_lines <= {f.line for f in half}
+    assert {(f.line, f.code) for f in default} == {(f.line, f.code) for f in half if f.line not in half_lines}
 
 
 def test_inference_mode_drops_training_only_findings() -> None:

@@ -166,6 +166,20 @@ def test_a_loaded_machine_and_measurements_that_disagree_are_said_plainly(tmp_pa
     assert disagreement(report.timing, report.coverage) is None  # 1.25x: figures of one call that agree
 
 
+def test_a_loaded_machine_measured_with_one_thread_is_said_too() -> None:
+    report = measured()
+    assert report.timing is not None
+    report.timing["machine"] = {
+        "load_average": [6.1, 4.0, 3.1], "load_average_after": [5.9, 4.1, 3.1], "cpus": 2, "cpus_usable": 2,
+        "threads": 1, "threads_from": "--threads", "interop_threads": 2,
+    }  # fmt: skip
+    (warning,) = timing_text.timing_warnings(report.timing)
+    assert warning.startswith("load average 6.10 above the 2 usable CPUs: measured with one thread")
+    assert "compare the speed-up" in warning
+    report.timing["machine"]["load_average"][0] = report.timing["machine"]["load_average_after"][0] = 1.5
+    assert timing_text.timing_warnings(report.timing) == []  # below the CPUs: nothing to say
+
+
 def test_threads_option_reaches_the_measurement() -> None:
     from compile_lint.cli import _measure_options
 

@@ -8,6 +8,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from compile_lint.confirm.measure import timing  # noqa: E402
 from compile_lint.confirm.measure.compare import agreement  # noqa: E402
 from compile_lint.confirm.measure.timing import Snapshot, clone, flag_out_of_line, grouped, setup  # noqa: E402
 from compile_lint.confirm.run.inputs import Made  # noqa: E402
@@ -101,3 +102,23 @@ def test_input_sets_out_of_line_are_flagged() -> None:
     ]
     flag_out_of_line(rows)
     assert [r["flags"] for r in rows] == [[], [], ["latency"], ["raised"], ["recompile_limit"], ["memory"]]
+
+
+def test_the_steady_state_leaves_out_what_switching_modes_costs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a clock the calls drive: a call right after the other mode's costs 3 ms (its caches hold the
+    other mode's code and data), a settled one 1 ms. Timed one call per mode in turn, every sample would
+    be 3 ms; the blocks' untimed opening calls take the switch, so every timed call is a settled 1 ms."""
+    clock = {"now": 0.0, "last": ""}
+
+    def mode(name: str) -> Any:
+        def call(x: torch.Tensor) -> None:
+            clock["now"] += 0.001 if clock["last"] == name else 0.003
+            clock["last"] = name
+
+        return call
+
+    monkeypatch.setattr(timing.time, "perf_counter", lambda: clock["now"])
+    eager, compiled = timing.steady(mode("eager"), mode("compiled"), Target(mode("eager"), (torch.ones(1),)))
+    for measured in (eager, compiled):
+        assert measured["median_ms"] == pytest.approx(1.0) and measured["iqr_ms"] == pytest.approx(0.0)
+        assert measured["calls"] >= timing.MIN_RUN_TIME / 0.001  # at least MIN_RUN_TIME of timed calls

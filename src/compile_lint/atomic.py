@@ -6,12 +6,13 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-import tempfile
 from pathlib import Path
 
 
 def write_text(path: Path, text: str) -> None:
     """Replace `path` (through a symlink: its target) with `text`, keeping an existing file's mode."""
+    import tempfile  # ~5 ms of imports (shutil, random): only when writing
+
     target = os.path.realpath(path)
     folder, name = os.path.split(target)
     handle, temporary = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".tmp")

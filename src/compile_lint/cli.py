@@ -13,14 +13,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
-from rich.console import Console
-
 from compile_lint import __version__, atomic, notebooks, versions
 from compile_lint.analysis.source import source_lines
 from compile_lint.config import MODES, Config, ConfigError, load_config
 from compile_lint.engine import build_project, discover, lint
 from compile_lint.finding import Finding
 from compile_lint.reporters.escape import printable
+from compile_lint.reporters.styled import Output
 
 if TYPE_CHECKING:
     from compile_lint.confirm.measure.measure import MeasureOptions
@@ -28,7 +27,6 @@ if TYPE_CHECKING:
     from compile_lint.fixes.codemods import Safety
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
-UNWRAPPED = 100_000  # the width of a console that is not a terminal: tables at their natural width, nothing wraps
 EXIT_UNCHECKED = 3  # --confirm: some target could not be checked (or nothing ran); --exit-zero does not cover it
 EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143  # the shell's codes for SIGINT and SIGTERM
 CONFIRM_ONLY = (
@@ -257,7 +255,7 @@ def _merge_cli(config: Config, args: argparse.Namespace) -> Config:
     return config
 
 
-def run_check(args: argparse.Namespace, console: Console) -> int:
+def run_check(args: argparse.Namespace, console: Output) -> int:
     if args.format == "full":
         args.format = "text"
     errors = output_console(stderr=True)
@@ -289,7 +287,7 @@ def _destination_problem(args: argparse.Namespace) -> str:
     return ""
 
 
-def _run_check(args: argparse.Namespace, console: Console) -> int:
+def _run_check(args: argparse.Namespace, console: Output) -> int:
     config = _merge_cli(load_config(args.paths), args)
     if args.add_noqa:
         return run_add_noqa(args, config, console)
@@ -328,7 +326,7 @@ def _with_fixes(findings: list[Finding], args: argparse.Namespace, config: Confi
     return runner.with_autofixes(findings, args.paths, config)
 
 
-def run_add_noqa(args: argparse.Namespace, config: Config, console: Console) -> int:
+def run_add_noqa(args: argparse.Namespace, config: Config, console: Output) -> int:
     from compile_lint.fixes import noqa
 
     if args.fix or args.unsafe_fixes or args.diff or args.confirm:
@@ -363,7 +361,7 @@ def _measure_options(args: argparse.Namespace) -> MeasureOptions | None:
     )
 
 
-def run_fixes(args: argparse.Namespace, config: Config, console: Console) -> int:
+def run_fixes(args: argparse.Namespace, config: Config, console: Output) -> int:
     """--fix / --unsafe-fixes / --diff: plan in memory, write (or show the diff), then report what is left."""
     from compile_lint.fixes import runner
 
@@ -376,12 +374,12 @@ def run_fixes(args: argparse.Namespace, config: Config, console: Console) -> int
             console.file.write(file.diff())
         console.file.flush()  # the diff before the summary on stderr
         fixes = sum(len(f.applied) for f in plan.files)
-        runner.print_errors(plan, log)
+        runner.print_errors(plan, log.rich)
         files = runner.count(len(plan.files), "file")
         log.print(f"Would fix {runner.count(fixes, 'finding')} in {files}{hint}.", highlight=False)
         return EXIT_FINDINGS if plan.files or plan.errors else EXIT_CLEAN
-    fixed = runner.write_all(plan, log)
-    runner.print_errors(plan, log)
+    fixed = runner.write_all(plan, log.rich)
+    runner.print_errors(plan, log.rich)
     log.print(f"Fixed {runner.count(fixed, 'finding')}{hint}.", highlight=False)
     result = lint(args.paths, config, jobs=args.jobs or os.cpu_count() or 1, use_cache=not args.no_cache)
     if _removed_unused_noqa(result.findings, log):
@@ -391,7 +389,7 @@ def run_fixes(args: argparse.Namespace, config: Config, console: Console) -> int
     return EXIT_FINDINGS if result.findings or plan.errors else EXIT_CLEAN
 
 
-def _removed_unused_noqa(findings: list[Finding], log: Console) -> int:
+def _removed_unused_noqa(findings: list[Finding], log: Output) -> int:
     """--fix with TCL902 selected: take the unused codes out of their `# noqa` comments."""
     from compile_lint.fixes import noqa
 
@@ -404,7 +402,7 @@ def _removed_unused_noqa(findings: list[Finding], log: Console) -> int:
     return removed
 
 
-def run_confirm(args: argparse.Namespace, config: Config, console: Console) -> int:
+def run_confirm(args: argparse.Namespace, config: Config, console: Output) -> int:
     from compile_lint.confirm.plan import UsageError
     from compile_lint.confirm.run.runner import default_memory_limit
     from compile_lint.confirm.session import ConfirmOptions, confirm
@@ -431,7 +429,7 @@ def run_confirm(args: argparse.Namespace, config: Config, console: Console) -> i
         deep=bool(args.deep),
         nested_graph_breaks=bool(args.nested_graph_breaks),
     )
-    progress = text.ConfirmProgress(errors)
+    progress = text.ConfirmProgress(errors.rich)
     try:
         run = confirm_with_notebooks if args.confirm_notebooks else confirm
         result = run(args.paths, config, options, progress)
@@ -445,9 +443,9 @@ def run_confirm(args: argparse.Namespace, config: Config, console: Console) -> i
         console.file.write(json_report.render(result.findings, result.environment) + "\n")
     elif args.format == "text":
         text.render(console, result.findings, result.files, unchecked=len(unchecked))
-        text.render_confirm_summary(console, result.targets, result.findings)
+        text.render_confirm_summary(console.rich, result.targets, result.findings)
         if options.measure is not None:
-            timing_text.render(console, result.targets)
+            timing_text.render(console.rich, result.targets)
         for script in result.repro_scripts:
             console.print(printable(f"wrote {script}"), markup=False, highlight=False)
     else:
@@ -473,7 +471,7 @@ def run_confirm(args: argparse.Namespace, config: Config, console: Console) -> i
     return EXIT_FINDINGS if result.findings else EXIT_CLEAN
 
 
-def _gate(args: argparse.Namespace, result: ConfirmResult, log: Console) -> int:
+def _gate(args: argparse.Namespace, result: ConfirmResult, log: Output) -> int:
     """--baseline: fail only on what got worse than the file; write it when missing or asked to."""
     from compile_lint.confirm.report import baseline
 
@@ -549,7 +547,7 @@ def confirm_with_notebooks(
     return result
 
 
-def report(findings: list[Finding], files: int, fmt: str, console: Console, statistics: bool = False) -> None:
+def report(findings: list[Finding], files: int, fmt: str, console: Output, statistics: bool = False) -> None:
     """Print the findings (or, with `statistics`, their count per code) on `console`, as `fmt`."""
     out = console.file
     if fmt == "json" and not statistics:
@@ -590,15 +588,9 @@ def _raise_terminated(signum: int, frame: object) -> None:
     raise Terminated
 
 
-def output_console(file: IO[str] | None = None, stderr: bool = False) -> Console:
-    """A console on `file` (default stdout). On a terminal it wraps at the terminal's width; anywhere else (a pipe,
-    a file, a CI log) nothing wraps, whatever COLUMNS says: one finding header per line, carets under their line,
-    tables at their natural width (ruff prints plain lines there too)."""
-    console = Console(file=file, stderr=stderr)
-    if not console.is_terminal:
-        console.width = UNWRAPPED
-        console.soft_wrap = True
-    return console
+def output_console(file: IO[str] | None = None, stderr: bool = False) -> Output:
+    """A console on `file` (default stdout); rich is imported only when it draws (see reporters.styled)."""
+    return Output(file, stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -619,11 +611,11 @@ def _main(argv: Sequence[str] | None) -> int:
         if argv and argv[0] in ("rules", "rule"):
             from compile_lint import docs
 
-            return docs.main(argv, console)
+            return docs.main(argv, console.rich)
         if argv and argv[0] == "demo":
             from compile_lint import demo
 
-            return demo.main(argv[1:], console, run=main)
+            return demo.main(argv[1:], console.rich, run=main)
         if argv and argv[0] == "lsp":
             from compile_lint import lsp
 

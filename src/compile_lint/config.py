@@ -13,11 +13,6 @@ from typing import Any, Literal, get_args
 
 from compile_lint import versions
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
-
 TOP_KEYS = {
     "select": "list of code prefixes to report (default: all)",
     "extend-select": "list of code prefixes to report besides `select` (e.g. the opt-in TCL902)",
@@ -28,6 +23,7 @@ TOP_KEYS = {
     "mode": '"all" (default), "inference" (self.training is False: training-only findings dropped) or "training"',
     "capture-scalar-outputs": "true if the project sets torch._dynamo.config.capture_scalar_outputs",
     "capture-dynamic-output-shape-ops": "true if the project sets capture_dynamic_output_shape_ops",
+    "half-precision": "true if the project runs models in float16/bfloat16: code behind a dtype check then counts",
     "torch-version": 'the torch release the project runs, e.g. "2.14" (default: the installed torch)',
     "exclude": "list of globs of files and folders not to lint (replaces the default list)",
     "extend-exclude": "list of globs of files and folders not to lint, besides `exclude`",
@@ -56,6 +52,8 @@ DEFAULT_EXCLUDE = (
 # would flag noqa comments that only a whole-project run needs when pre-commit lints a few files; TCL703
 # (an uncaught `raise`) predicts no break on the default path: input validation only fires on bad input.
 OPT_IN = frozenset({"TCL703", "TCL902"})
+# A project that runs half precision: findings on that path (Cond.HALF_PRECISION) are reported only then.
+HALF_PRECISION = "half_precision"
 
 Mode = Literal["all", "inference", "training"]
 MODES: tuple[str, ...] = get_args(Mode)
@@ -90,6 +88,7 @@ class Config:
     mode: Mode = "all"
     capture_scalar_outputs: bool = False
     capture_dynamic_output_shape_ops: bool = False
+    half_precision: bool = False  # findings behind `x.dtype == torch.float16` are dropped unless set
     torch_version: str | None = None  # as written; see versions.target_version
     confirm: ConfirmConfig = field(default_factory=ConfirmConfig)
     exclude: list[str] = field(default_factory=lambda: list(DEFAULT_EXCLUDE))
@@ -99,7 +98,7 @@ class Config:
     max_file_mb: int = 1024
 
     def flags(self) -> set[str]:
-        names = ("capture_scalar_outputs", "capture_dynamic_output_shape_ops")
+        names = ("capture_scalar_outputs", "capture_dynamic_output_shape_ops", HALF_PRECISION)
         return {name for name in names if getattr(self, name)}
 
     def is_selected(self, code: str, path: str) -> bool:
@@ -177,6 +176,10 @@ def find_pyproject(start: Path) -> Path | None:
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
+    if sys.version_info >= (3, 11):  # imported here: a run without a pyproject.toml does not need it
+        import tomllib
+    else:  # pragma: no cover - exercised on 3.10 only
+        import tomli as tomllib
     try:
         with path.open("rb") as handle:
             document: dict[str, Any] = tomllib.load(handle)
@@ -237,7 +240,7 @@ def parse_table(table: dict[str, Any], source: Path) -> Config:
     if mode not in MODES:
         raise ConfigError(f"{source}: `mode` must be one of {', '.join(MODES)}, got {mode!r}")
     config.mode = mode
-    for key in ("capture-scalar-outputs", "capture-dynamic-output-shape-ops"):
+    for key in ("capture-scalar-outputs", "capture-dynamic-output-shape-ops", "half-precision"):
         setattr(config, key.replace("-", "_"), _typed(table.get(key, False), bool, key, source))
     if "torch-version" in table:
         written = _typed(table["torch-version"], str, "torch-version", source)

@@ -71,10 +71,7 @@ UNCOVERED: dict[str, tuple[str, str]] = {
     "GB0049": (DYNAMIC_ONLY, "an op overload packet resolved at trace time"),
     "GB0050": (DYNAMIC_ONLY, "an `except` clause whose type is known only at run time"),
     "GB0051": (DYNAMIC_ONLY, "an `except` clause whose type is known only at run time"),
-    "GB0119": (NOT_YET, "an nn.Module constructed inside the region (corpus: BigBird rebuilding its attention)"),
-    "GB0264": (NOT_YET, "`nn.Parameter()` constructed inside the region (corpus: with GB0119 in BigBird)"),
     "GB0467": (NOT_YET, "setattr() on an object Dynamo does not track (corpus: transformers' output-capture hook)"),
-    "GB0225": (NOT_YET, "a tensor factory with requires_grad=True in the region (corpus: routing-transformer)"),
     "GB0363": (
         DYNAMIC_ONLY,
         "an opaque object made mid-trace (corpus: a torch.Generator in torchsde)",

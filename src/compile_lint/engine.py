@@ -19,7 +19,6 @@ import signal
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
-from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from functools import cache
@@ -493,6 +492,8 @@ def parse_all(
         else:
             parsed[path] = found
     if jobs > 1 and len(missing) > 1:
+        from concurrent.futures import ProcessPoolExecutor  # ~15 ms of imports: only when there is a pool
+
         with ProcessPoolExecutor(max_workers=min(jobs, len(missing)), initializer=_quiet_on_interrupt) as pool:
             jobs_ = [(path, data, limits) for path, data in missing]
             try:

@@ -26,11 +26,9 @@ API (also for editors that receive the cells one by one, e.g. LSP notebook docum
 from __future__ import annotations
 
 import bisect
-import difflib
 import json
 import os
 import re
-import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -160,6 +158,8 @@ def rewrite(data: bytes, fixed_text: str) -> bytes:
 def cell_diffs(path: str, data: bytes, fixed_text: str) -> str:
     """`--diff` for a notebook: a unified diff per changed code cell, of its lines as written (magics
     included), headed `path:cell N`. Raises NotebookError as `rewrite` does."""
+    import difflib  # only for --diff
+
     parts: list[str] = []
     for code, restored in _changed_cells(from_json(data), fixed_text):
         where = f"{path}:cell {code.cell}"
@@ -182,6 +182,8 @@ def exported(paths: Sequence[str]) -> Iterator[dict[str, tuple[str, NotebookSour
     make top to bottom (magics as `pass`), into a temporary folder that lives as long as the context.
     Yields module path -> (notebook path, its source); modules are named `notebook_<stem>.py`, so that
     a notebook named like a package it imports does not shadow it."""
+    import tempfile  # only for --confirm-notebooks
+
     with tempfile.TemporaryDirectory(prefix="compile-lint-notebooks-") as folder:
         modules: dict[str, tuple[str, NotebookSource]] = {}
         for path in paths:

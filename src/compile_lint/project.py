@@ -19,7 +19,7 @@ from compile_lint.analysis.regions import Reach, Reachability, Root, find_roots
 from compile_lint.analysis.tensors import TensorFacts
 from compile_lint.analysis.values import Cond, cond_label
 from compile_lint.analysis.walker import Pending, RuleContext, Visitor, rule_visitor
-from compile_lint.config import Options
+from compile_lint.config import HALF_PRECISION, OPT_IN, Options
 from compile_lint.finding import Finding
 from compile_lint.rules import all_rules
 
@@ -61,6 +61,7 @@ class Project:
         self._callees: dict[tuple[str, str], set[tuple[str, str]]] = {}
         self._revisit: set[tuple[str, str]] = set()
         self._breaking: set[tuple[str, str]] | None = None
+        self._callers: dict[tuple[str, str], set[tuple[str, str]]] = {}
         self._flags_by_folder: dict[str, set[str]] = {}
         self.reachability.run(self._analyze)
         self._second_pass()
@@ -94,8 +95,13 @@ class Project:
     def _second_pass(self) -> None:
         """Once every reached function is walked, we know which ones break the graph (in themselves or in
         what they call); the functions whose rules asked (`ctx.revisit`) are walked again knowing it."""
-        breaking = {key for key, reports in self._reports.items() if any(p.gb_codes for p in reports)}
-        callers: dict[tuple[str, str], set[tuple[str, str]]] = {}
+        # Opt-in rules predict no break on the default path (a `raise` of input validation).
+        breaking = {
+            key
+            for key, reports in self._reports.items()
+            if any(p.gb_codes and p.rule.code not in OPT_IN for p in reports)
+        }
+        callers = self._callers
         for caller, callees in self._callees.items():
             for callee in callees:
                 callers.setdefault(callee, set()).add(caller)
@@ -114,11 +120,15 @@ class Project:
     def _breaks_in(self, key: tuple[str, str]) -> bool | None:
         return None if self._breaking is None else key in self._breaking
 
+    def _callers_of(self, key: tuple[str, str]) -> frozenset[tuple[str, str]] | None:
+        return None if self._breaking is None else frozenset(self._callers.get(key, ()))
+
     def _analyze(self, info: FunctionInfo, reach: Reach) -> list[CallSite]:
         """Walk one reached function with the region rules; its reports replace those of an earlier walk."""
         index = self.program.index_of(info.path)
         ctx = self._context(index, info, reach)
         ctx.breaks_in = self._breaks_in
+        ctx.callers = self._callers_of
         region_rules, _ = dispatch_tables()
         flow = Flow(
             self.program,
@@ -193,12 +203,13 @@ class Project:
         name = os.path.basename(key[0])
         for decorated, decorator in reach.applied_at:
             for pending in kept:
-                line = spans[id(pending.node)][0]
+                line = spans[id(pending.anchor or pending.node)][0]
                 yield (
                     decorated[0],
                     replace(
                         pending,
                         node=decorator,
+                        anchor=None,
                         owner=decorated[1],
                         message=f"in the wrapper this decorator puts around every call ({name}:{line}): "
                         f"{pending.message}",
@@ -212,6 +223,8 @@ class Project:
         shifts = index.column_shifts or {}  # back to the file's columns where odd whitespace was made plain
         for pending, reach in kept:
             line, col, end_line, end_col = spans[id(pending.node)]
+            if pending.anchor is not None and spans[id(pending.anchor)][0] != line:
+                line, col = spans[id(pending.anchor)][:2]  # the finding starts where Dynamo blames it
             col, end_col = col + shifts.get(line, 0), end_col + shifts.get(end_line, 0)
             if (line, col, pending.rule.code) in seen:
                 continue  # one finding per node and rule, even when a helper is reached twice
@@ -240,6 +253,8 @@ class Project:
         by_owner: dict[str | None, list[cst.CSTNode]] = {}
         for pending in reports:
             by_owner.setdefault(pending.owner, []).append(pending.node)
+            if pending.anchor is not None:
+                by_owner[pending.owner].append(pending.anchor)
         starts = function_starts(index.text) if any(owner is not None for owner in by_owner) else {}
         spans: dict[int, Span] = {}
         whole: list[cst.CSTNode] = []
@@ -255,6 +270,8 @@ class Project:
     def _holds(self, pending: Pending, path: str) -> bool:
         if self.options.mode == "inference" and pending.path_cond & Cond.TRAINING:
             return False
+        if pending.path_cond & Cond.HALF_PRECISION and HALF_PRECISION not in self.flags_for(path):
+            return False  # float32 weights by default: a break behind a half-precision check never happens
         if pending.condition == "always":
             return True
         mode, _, flag = pending.condition.partition(":")

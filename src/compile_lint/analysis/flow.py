@@ -437,6 +437,9 @@ class Flow:
             return Cond.TRAINING, 0
         if isinstance(test, cst.Call) and dotted(test.func) == "torch.is_grad_enabled":
             return Cond.TRAINING, 0
+        half = half_check(test, self.index.imports.resolve)
+        if half is not None:
+            return (Cond.HALF_PRECISION, 0) if half else (0, Cond.HALF_PRECISION)
         if self._keyword_flag(test):
             return Cond.OPTIONAL_INPUT, 0
         subject, negated = _none_test(test, self)
@@ -643,6 +646,30 @@ def _none_test(test: cst.BaseExpression, flow: Flow) -> tuple[cst.BaseExpression
         if kind is not None:
             return test.args[0].value, kind == "is-none"
     return None, False
+
+
+HALF_DTYPES = frozenset({"torch.float16", "torch.half", "torch.bfloat16"})
+
+
+def half_check(node: cst.BaseExpression, resolve: Callable[[cst.BaseExpression], str | None]) -> bool | None:
+    """True for `x.dtype == torch.float16` (or `is`, or `in (torch.float16, torch.bfloat16)`), False for its
+    negation (`!=`, `is not`, `not in`), None for anything else. Dynamo guards on dtypes: under compile the
+    test is a constant, and with the default float32 weights a half-precision test is False."""
+    if not isinstance(node, cst.Comparison) or len(node.comparisons) != 1:
+        return None
+    target = node.comparisons[0]
+    right = target.comparator
+    operator = target.operator
+    if isinstance(operator, (cst.Equal, cst.Is, cst.NotEqual, cst.IsNot)):
+        named = [resolve(right)]
+    elif isinstance(operator, (cst.In, cst.NotIn)) and isinstance(right, (cst.Tuple, cst.List, cst.Set)):
+        named = [resolve(e.value) for e in right.elements]
+    else:
+        return None
+    dtype = dotted(node.left) or ""
+    if not (dtype.endswith("dtype") and named and all(name in HALF_DTYPES for name in named)):
+        return None
+    return isinstance(operator, (cst.Equal, cst.Is, cst.In))
 
 
 def _is_self(node: cst.BaseExpression) -> bool:

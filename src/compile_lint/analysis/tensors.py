@@ -57,6 +57,7 @@ from compile_lint.analysis.values import (
     Atom,
     ClassKey,
     External,
+    Function,
     FunctionKey,
     Instance,
     Mapping,
@@ -378,9 +379,29 @@ class TensorFacts:
             if self._is_module_path(node):
                 full = self.imports.resolve(node) or written
                 return _module_attribute(full) or self._external(full)
+        inherited = self._super_attribute(node.value, attr)
+        if inherited is not None:
+            return inherited
         base = self.value(node.value)
         parts = [self._attribute_of(atom, attr).under(cond) for atom, cond in base.atoms.items()]
         return join_all(parts) or UNKNOWN_VALUE
+
+    def _super_attribute(self, node: cst.BaseExpression, attr: str) -> Value | None:
+        """`super().__init__` / `super(Cls, self).forward`: the method of the next class in the MRO that
+        defines it (None when it is not a user method: the attribute of the instance then)."""
+        if not isinstance(node, cst.Call) or dotted(node.func) != "super" or "super" in self.env:
+            return None
+        if self.program is None or self.self_class is None:
+            return None
+        named = [atom.cls for atom in self.value(node.args[0].value).classes()] if node.args else [self.self_class]
+        if len(named) != 1:
+            return None
+        for key in self.program.mro(named[0])[1:]:
+            info = self.program.class_info(key)
+            found = info.methods.get(attr) if info is not None else None
+            if found is not None:
+                return Value.of(Function(found, bound=named[0]))
+        return None
 
     def _attribute_of(self, atom: Atom, attr: str) -> Value:
         if atom in (TENSOR, MASK, NUMPY):
@@ -522,10 +543,8 @@ class TensorFacts:
         func = node.func
         written = dotted(func)
         last = written.rsplit(".", 1)[-1] if written else ""
-        if last in COMPILING:  # by name, whoever defines it: `utils.is_compiling()`, `is_torchdynamo_compiling()`
-            return TRUE_VALUE
-        if last in OTHER_TRACERS:  # `torch.jit.is_tracing()`, `is_fx_tracing()`, a library's `is_tracing(x)`
-            return FALSE_VALUE
+        if last in COMPILING or last in OTHER_TRACERS:
+            return self._guard_call(node, func, last)
         if isinstance(func, cst.Attribute):
             receiver = self.value(func.value) if not self._is_module_path(func.value) else BOTTOM
             if receiver.only((UNKNOWN, NONE)) and func.attr.value in TENSOR_ONLY_METHODS:
@@ -541,11 +560,24 @@ class TensorFacts:
             library = library_call_value(name, node, self)
             if library is not None:
                 return library
+        if written == "super" and "super" not in self.env and self.self_class is not None and self.program:
+            return self.env.get("self") or self.program.instance_value(self.self_class)
         if isinstance(func, cst.Name) and func.value not in self.env:
             builtin = builtin_call_value(func.value, node, self)
             if builtin is not None:
                 return builtin
         return self._call_through(node, func, self.value(func))
+
+    def _guard_call(self, node: cst.Call, func: cst.BaseExpression, last: str) -> Value:
+        """A tracing guard: what the package's own definition returns when it is constant under Dynamo (a
+        library's `is_tracing(x)` that checks Dynamo too is True), else what the name says: `is_compiling()`
+        True, other tracers' guards (`torch.jit.is_tracing()`, `is_fx_tracing()`) False."""
+        callee = UNKNOWN_VALUE if self._is_module_path(func) else self.value(func)
+        if callee.functions():
+            defined = self._call_through(node, func, callee)
+            if defined.only((TRUE,)) or defined.only((FALSE,)):
+                return defined
+        return TRUE_VALUE if last in COMPILING else FALSE_VALUE
 
     def _is_module_path(self, node: cst.BaseExpression) -> bool:
         """`torch.nn.functional`, `np.random`: an imported module, not a value."""
@@ -726,6 +758,8 @@ def _combine_atoms(a: Atom, b: Atom, operator: cst.BaseBinaryOp) -> Atom:
         return Seq((a if isinstance(a, (Seq, Tup)) else b).item)  # type: ignore[union-attr]  # `[x] * n`
     if STR in (a, b):
         return STR
+    if a in BOOLS and b in BOOLS and isinstance(operator, MASK_OPERATORS):  # `tracing |= is_proxy(x)`
+        return TRUE if _BOOL_OPERATORS[type(operator)](a == TRUE, b == TRUE) else FALSE
     numbers = (a, b)
     if FLOAT in numbers or isinstance(operator, cst.Divide):
         return FLOAT
@@ -734,6 +768,13 @@ def _combine_atoms(a: Atom, b: Atom, operator: cst.BaseBinaryOp) -> Atom:
     if all(n in (INT, TRUE, FALSE) for n in numbers):
         return INT
     return UNKNOWN
+
+
+_BOOL_OPERATORS: dict[type[cst.BaseBinaryOp], Callable[[bool, bool], bool]] = {
+    cst.BitAnd: lambda x, y: x and y,
+    cst.BitOr: lambda x, y: x or y,
+    cst.BitXor: lambda x, y: x != y,
+}
 
 
 def _opaque_call_value(callee: Value) -> Value:

@@ -22,12 +22,14 @@ class Cond(enum.IntFlag):
     LOSS = 4  # under `labels is not None`, or in a loss
     TRAINING = 8  # under `self.training`, gradient checkpointing, or reached only from such code
     ALTERNATIVE = 16  # a `forward` that a class decorator replaces with another implementation
+    HALF_PRECISION = 32  # under a check that a dtype is float16/bfloat16 (weights are float32 by default)
 
 
 DEFAULT = Cond(0)
 COND_LABELS = {
     Cond.ALTERNATIVE: "alternative-implementation",
     Cond.TRAINING: "training",
+    Cond.HALF_PRECISION: "half-precision",
     Cond.LOSS: "loss",
     Cond.CONFIG: "config",
     Cond.OPTIONAL_INPUT: "optional-input",

@@ -59,6 +59,7 @@ class Pending:
     gb_codes: tuple[str, ...]
     fix: str
     path_cond: int  # the path condition under which the line runs (values.Cond flags)
+    anchor: cst.CSTNode | None = None  # where the finding starts, when not at `node` (the line Dynamo blames)
 
 
 @dataclass
@@ -76,6 +77,8 @@ class RuleContext:
     # Whether a reached function breaks the graph (in itself or a function it calls); None while the
     # regions are still being walked. A rule that needs it sets `revisit`: the function is walked again.
     breaks_in: Callable[[tuple[str, str]], bool | None] = lambda key: None
+    # The reached functions that call a reached function; None while the regions are still being walked.
+    callers: Callable[[tuple[str, str]], frozenset[tuple[str, str]] | None] = lambda key: None
     revisit: bool = False
     reported: set[int] = field(default_factory=set)  # ids of nodes some rule claimed already
     pending: list[Pending] = field(default_factory=list)
@@ -114,9 +117,11 @@ class RuleContext:
         gb_codes: tuple[str, ...] | None = None,
         fix: str | None = None,
         cond: int = 0,
+        anchor: cst.CSTNode | None = None,
     ) -> None:
         """Report `node`; the keyword arguments override the rule's defaults for this one finding (`cond`: a
-        path condition the line itself adds, e.g. the half-precision check an `and` evaluates first)."""
+        path condition the line itself adds, e.g. the half-precision check an `and` evaluates first; `anchor`:
+        a node before `node` where the finding starts instead, the line Dynamo blames)."""
         if condition is None:
             condition = f"unless:{rule.silenced_by}" if rule.silenced_by else "always"
         owner = self.function.qualname if self.function else None
@@ -134,6 +139,7 @@ class RuleContext:
                 rule.gb_codes if gb_codes is None else gb_codes,
                 fix or rule.fix,
                 path_cond,
+                anchor if anchor is not node else None,
             )
         )
         if condition == "always":  # a report that a flag may drop must not hide others' findings

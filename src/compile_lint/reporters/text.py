@@ -7,19 +7,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rich import box
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-from rich.table import Table
-from rich.text import Text
-
 from compile_lint import notebooks
 from compile_lint.analysis.source import source_lines
 from compile_lint.analysis.values import Cond, cond_label
 from compile_lint.finding import Finding, gb_reference
 from compile_lint.reporters.escape import printable
+from compile_lint.reporters.styled import Output, Styled
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from compile_lint.confirm.session import TargetReport
     from compile_lint.project import Project
 
@@ -60,8 +57,8 @@ def location(finding: Finding) -> str:
     return printable(f"{finding.path}:{cell}{finding.line}:{finding.col}")
 
 
-def _head(finding: Finding) -> Text:
-    head = Text()
+def _head(finding: Finding) -> Styled:
+    head = Styled()
     head.append(f"{location(finding)}: ", style="bold")
     head.append(finding.code, style=STYLE[finding.severity])
     if finding.status != "static":
@@ -73,14 +70,14 @@ def _head(finding: Finding) -> Text:
     return head
 
 
-def render_concise(console: Console, findings: list[Finding], files: int) -> None:
+def render_concise(console: Output | Console, findings: list[Finding], files: int) -> None:
     """`--output-format concise`: one line per finding, then the summary."""
     for finding in findings:
         console.print(_head(finding), soft_wrap=True)
     console.print(summary_line(findings, files))
 
 
-def render(console: Console, findings: list[Finding], files: int, unchecked: int = 0) -> None:
+def render(console: Output | Console, findings: list[Finding], files: int, unchecked: int = 0) -> None:
     """The findings, then one summary line; `unchecked`: --confirm targets that did not run to the end."""
     sources: dict[str, Callable[[Finding], str | None]] = {}
     for finding in findings:
@@ -91,30 +88,32 @@ def render(console: Console, findings: list[Finding], files: int, unchecked: int
         source = _source_line(finding, sources)
         if source is not None:
             gutter = f"{finding.line:>5} | "
-            console.print(Text(gutter, style="dim") + Text(printable(source)), soft_wrap=True, highlight=False)
+            console.print(Styled(gutter, style="dim") + Styled(printable(source)), soft_wrap=True, highlight=False)
             end = finding.end_col if finding.end_line == finding.line else len(source) + 1
             before = len(printable(source[: finding.col - 1]))  # an escaped character takes six columns
             width = max(1, len(printable(source[finding.col - 1 : end - 1])))
-            console.print(Text(" " * (len(gutter) + before) + "^" * width, style=STYLE[finding.severity]))
+            console.print(Styled(" " * (len(gutter) + before) + "^" * width, style=STYLE[finding.severity]))
         observed = finding.details.get("observed_gb_code")
         codes = [observed] if finding.status == "confirmed" and observed else finding.gb_codes
         if codes:
             pages = ", ".join(gb_reference(code) for code in codes)
             label = "observed" if finding.status in ("confirmed", "dynamic-only") else "predicts"
-            console.print(Text(f"      = {label}: ", style="dim") + Text(pages), soft_wrap=True)
+            console.print(Styled(f"      = {label}: ", style="dim") + Styled(pages), soft_wrap=True)
         if finding.fix:
             console.print(
-                Text("      = fix: ", style="dim") + Text(printable(finding.fix), style="green"), soft_wrap=True
+                Styled("      = fix: ", style="dim") + Styled(printable(finding.fix), style="green"), soft_wrap=True
             )
         autofix = finding.details.get("autofix")
         if autofix:
             flag = "--fix" if autofix["safety"] == "safe" else "--unsafe-fixes"
-            line = Text(f"      = {flag} would: ", style="dim") + Text(autofix["title"], style="green")
+            line = Styled(f"      = {flag} would: ", style="dim") + Styled(autofix["title"], style="green")
             console.print(line, soft_wrap=True)
         if "fix_check" in finding.details:
-            console.print(Text("      = ", style="dim") + fix_check_line(finding.details["fix_check"]), soft_wrap=True)
+            console.print(
+                Styled("      = ", style="dim") + fix_check_line(finding.details["fix_check"]), soft_wrap=True
+            )
         for label, note in confirm_notes(finding):
-            console.print(Text(f"      = {label}: ", style="dim") + Text(printable(note)), soft_wrap=True)
+            console.print(Styled(f"      = {label}: ", style="dim") + Styled(printable(note)), soft_wrap=True)
         console.print()
     console.print(summary_line(findings, files, unchecked))
 
@@ -206,7 +205,7 @@ def statistics(findings: list[Finding]) -> list[dict[str, Any]]:
     return rows
 
 
-def render_statistics(console: Console, findings: list[Finding]) -> None:
+def render_statistics(console: Output | Console, findings: list[Finding]) -> None:
     rows = statistics(findings)
     width = max((len(str(row["count"])) for row in rows), default=1)
     fixable = any(row["fix"] or row["unsafe_fix"] for row in rows)
@@ -223,40 +222,41 @@ def render_statistics(console: Console, findings: list[Finding]) -> None:
         console.print(FIX_LEGEND, style="dim", highlight=False, markup=False)
 
 
-def fix_check_line(check: dict[str, Any]) -> Text:
+def fix_check_line(check: dict[str, Any]) -> Styled:
     """`--confirm`'s verdict on the automatic fix, run under Dynamo in a temporary copy."""
     if "not_checked" in check:
-        return Text(f"fix not checked: {check['not_checked']}", style="yellow")
+        return Styled(f"fix not checked: {check['not_checked']}", style="yellow")
     if check["compiles_without_break"]:
-        return Text(f"fix checked ({check['fix']}): compiles without this break", style="green")
+        return Styled(f"fix checked ({check['fix']}): compiles without this break", style="green")
     still = check["still_breaks"]
     where = f"line {still['line']} of the fixed code ({still['gb_code']})"
-    return Text(f"fix checked ({check['fix']}): still breaks at {where}", style="red")
+    return Styled(f"fix checked ({check['fix']}): still breaks at {where}", style="red")
 
 
-def summary_line(findings: list[Finding], files: int, unchecked: int = 0) -> Text:
+def summary_line(findings: list[Finding], files: int, unchecked: int = 0) -> Styled:
     not_checked = f"; {unchecked} target{'s' * (unchecked != 1)} could not be checked (see below)" if unchecked else ""
     if not findings and unchecked:
-        return Text(f"No findings in {files} file{'s' * (files != 1)}{not_checked}.", style="bold yellow")
+        return Styled(f"No findings in {files} file{'s' * (files != 1)}{not_checked}.", style="bold yellow")
     if not findings:
-        return Text(f"All clear: no findings in {files} file{'s' * (files != 1)}.", style="bold green")
+        return Styled(f"All clear: no findings in {files} file{'s' * (files != 1)}.", style="bold green")
     counts = Counter(f.code for f in findings)
     detail = ", ".join(f"{code} x{count}" for code, count in sorted(counts.items()))
     plural = "s" * (len(findings) != 1)
     default = sum(f.path_condition == "default" for f in findings)
     with_findings = len({f.path for f in findings})
-    return Text(
+    return Styled(
         f"Found {len(findings)} finding{plural} in {with_findings} file{'s' * (with_findings != 1)} ({files} "
         f"linted), {default} on the default path ({detail}){not_checked}.",
         style="bold",
     )
 
 
-def render_regions(console: Console, project: Project) -> None:
+def render_regions(console: Output | Console, project: Project) -> None:
     """`--show-regions`: each compiled region, then every function it reaches and how."""
     for root in project.root_list:
         console.print(
-            Text(printable(f"{root.key[0]}:{root.key[1]}"), style="bold") + Text(printable(f"  region: {root.reason}")),
+            Styled(printable(f"{root.key[0]}:{root.key[1]}"), style="bold")
+            + Styled(printable(f"  region: {root.reason}")),
             soft_wrap=True,
         )
     reached = [(key, reach) for key, reach in project.reached.items() if reach.via]
@@ -267,17 +267,21 @@ def render_regions(console: Console, project: Project) -> None:
         how = f"reached from {reach.root} via {' -> '.join(reach.via)}{where}"
         if reach.nested_only:
             how += " (its nested wrapper functions only)"
-        console.print(Text(printable(f"{path}:{qualname}"), style="bold") + Text(printable(f"  {how}")), soft_wrap=True)
+        console.print(
+            Styled(printable(f"{path}:{qualname}"), style="bold") + Styled(printable(f"  {how}")), soft_wrap=True
+        )
     errors = project.errors
     for error in errors:
-        console.print(Text(printable(f"{error.path}: not analysed: {error.message}"), style="yellow"), soft_wrap=True)
-    console.print(Text(f"{len(project.root_list)} regions, {len(reached)} more functions reached.", style="bold"))
+        console.print(Styled(printable(f"{error.path}: not analysed: {error.message}"), style="yellow"), soft_wrap=True)
+    console.print(Styled(f"{len(project.root_list)} regions, {len(reached)} more functions reached.", style="bold"))
 
 
 class ConfirmProgress:
     """`--confirm`'s progress bar over targets, on stderr and only on a terminal."""
 
     def __init__(self, console: Console) -> None:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
         self.bar = Progress(
             TextColumn("confirming"),
             BarColumn(),
@@ -302,51 +306,56 @@ class ConfirmProgress:
 
 def render_confirm_summary(console: Console, targets: list[TargetReport], findings: list[Finding]) -> None:
     """Per-target table and notes, what the recompile probe saw, and the totals `--confirm` is about."""
+    from rich import box
+    from rich.table import Table
+
     per_target = Table(title="Targets run under torch.compile", title_justify="left")
     for column in ("target", "outcome", "graphs", "breaks", "one graph", "recompiles"):
         per_target.add_column(column, overflow="fold")
     for target in targets:
-        outcome = Text(target.outcome, style="green" if target.outcome == "ok" else "red")
+        outcome = Styled(target.outcome, style="green" if target.outcome == "ok" else "red")
         cells = ["", "", "", ""]
         if target.outcome == "ok":
             one_graph = {True: "yes", False: "no", None: "? (--deep)"}[target.one_graph]
             cells = [str(target.graphs), str(target.breaks), one_graph, str(target.own_recompiles)]
-        per_target.add_row(Text(printable(target.label)), outcome, *cells)
+        per_target.add_row(Styled(printable(target.label)), outcome, *cells)
     console.print(per_target)
-    console.print(Text(TARGET_LEGEND, style="dim"))  # not a caption: that would wrap to the table's width
+    console.print(Styled(TARGET_LEGEND, style="dim"))  # not a caption: that would wrap to the table's width
     for target in targets:
         if target.error:
-            console.print(Text(printable(f"  {target.label}: {target.outcome}: {target.error}")), soft_wrap=True)
+            console.print(Styled(printable(f"  {target.label}: {target.outcome}: {target.error}")), soft_wrap=True)
         elif target.fullgraph_error:
             note = printable(f"  {target.label}: fullgraph=True stops at {target.fullgraph_error}")
-            console.print(Text(note, style="dim"), soft_wrap=True)
+            console.print(Styled(note, style="dim"), soft_wrap=True)
         if target.cascade and target.outcome == "ok":
-            console.print(Text(f"  {target.label}: {totals_note(target.cascade)}", style="dim"), soft_wrap=True)
+            console.print(Styled(f"  {target.label}: {totals_note(target.cascade)}", style="dim"), soft_wrap=True)
         if target.replayed_logging:
             count = target.replayed_logging
             note = printable(f"  {target.label}: {count} harmless breaks inside `logging` not counted: {REPLAYED}")
-            console.print(Text(note, style="dim"), soft_wrap=True)
+            console.print(Styled(note, style="dim"), soft_wrap=True)
         for variation in target.recompiles:
             if variation.get("not_probed"):
                 line = printable(
                     f"  {target.label}: varying {variation['trigger']}: not probed: {variation['not_probed']}"
                 )
-                console.print(Text(line, style="yellow"), soft_wrap=True)
+                console.print(Styled(line, style="yellow"), soft_wrap=True)
                 continue
             reason = f" ({variation['reasons'][0]})" if variation["reasons"] else ""
             counts = f"{variation['recompiled_calls']}/{variation['calls']} calls recompiled{reason}"
             seen = "no recompile" if variation["free_dims"] else counts
             line = printable(f"  {target.label}: varying {variation['trigger']}: {seen}")
-            console.print(Text(line), soft_wrap=True)
+            console.print(Styled(line), soft_wrap=True)
             if variation.get("why"):
-                console.print(Text("      = why: ", style="dim") + Text(printable(variation["why"])), soft_wrap=True)
-            suggestion = Text("      = suggest: ", style="dim") + Text(
+                console.print(
+                    Styled("      = why: ", style="dim") + Styled(printable(variation["why"])), soft_wrap=True
+                )
+            suggestion = Styled("      = suggest: ", style="dim") + Styled(
                 printable(variation["suggestion"]), style="green"
             )
             console.print(suggestion, soft_wrap=True)
         for number, explained in enumerate(target.own_explained, 1):
             line = printable(f"  {target.label}: recompile {number} of its own call: {explained['why']}")
-            console.print(Text(line), soft_wrap=True)
+            console.print(Styled(line), soft_wrap=True)
     statuses = Counter(f.status for f in findings)
     totals = Table(title="Summary", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     for column, justify in (("", "left"), ("count", "right"), ("meaning", "left")):
@@ -363,5 +372,5 @@ def render_confirm_summary(console: Console, targets: list[TargetReport], findin
         ("recompiles", sum(t.own_recompiles for t in targets), "during the targets' own calls (not the probe's)"),
     ]
     for name, count, meaning in rows:
-        totals.add_row(name, str(count), Text(meaning, style="dim"))
+        totals.add_row(name, str(count), Styled(meaning, style="dim"))
     console.print(totals)

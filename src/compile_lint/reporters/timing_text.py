@@ -102,18 +102,26 @@ def machine_line(timing: dict[str, Any]) -> str:
 
 
 def timing_warnings(timing: dict[str, Any]) -> list[str]:
-    """Plain warnings: measurements of one call that disagree, a load above the CPUs with several threads."""
+    """Plain warnings: measurements of one call that disagree, a load above the CPUs (with several
+    threads the timings may measure the machine; with one, every call is slower than on an idle one)."""
     warnings = []
     if timing.get("disagreement"):
         warnings.append(timing["disagreement"]["message"])
     machine = timing.get("machine")
-    if machine and machine["threads"] > 1:
-        load = max(machine["load_average"][0], machine["load_average_after"][0])
-        if load > machine["cpus_usable"]:
-            warnings.append(
-                f"load average {load:.2f} above the {machine['cpus_usable']} usable CPUs while {machine['threads']} "
-                "threads compete for them: the timings may measure the machine; --threads 1 is what it can measure"
-            )
+    if not machine:
+        return warnings
+    load, cpus = max(machine["load_average"][0], machine["load_average_after"][0]), machine["cpus_usable"]
+    if load > cpus and machine["threads"] > 1:
+        warnings.append(
+            f"load average {load:.2f} above the {cpus} usable CPUs while {machine['threads']} threads compete "
+            "for them: the timings may measure the machine; --threads 1 is what it can measure"
+        )
+    elif load > cpus:
+        warnings.append(
+            f"load average {load:.2f} above the {cpus} usable CPUs: measured with one thread, which such a machine "
+            "can measure, but other processes share its caches and memory, so every call runs slower than on an "
+            "idle machine; compare the speed-up (both modes measured in this run), not the times across runs"
+        )
     return warnings
 
 

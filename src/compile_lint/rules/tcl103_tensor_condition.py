@@ -4,12 +4,48 @@ from __future__ import annotations
 
 import libcst as cst
 
+from compile_lint.analysis.flow import half_check
 from compile_lint.analysis.names import dotted
 from compile_lint.analysis.tensors import Kind, TensorFacts, join_kinds, short_code, without_item
 from compile_lint.analysis.values import NONE, Cond
 from compile_lint.analysis.walker import RuleContext
 from compile_lint.rules.base import CAPTURE_SCALAR, Example, Rule
 from compile_lint.rules.tcl106_tensor_to_bool import python_bool_call
+
+
+def traced_part(test: cst.BaseExpression, facts: TensorFacts) -> cst.BaseExpression:
+    """The part of a condition Dynamo evaluates: `and`/`or` stop at a left operand whose truth is constant
+    under Dynamo (`not is_tracing(x) and t.all()` never reads `t.all()`; `is_compiling() or t.any()` neither)."""
+    if isinstance(test, cst.BooleanOperation):
+        truth = facts.truth(test.left)
+        if truth is not None:
+            stops = truth != isinstance(test.operator, cst.And)
+            return traced_part(test.left, facts) if stops else traced_part(test.right, facts)
+    return test
+
+
+def _operands(test: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The operands a condition jumps on, in evaluation order, through `not`, `and` and `or`."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return _operands(test.expression)
+    if isinstance(test, cst.BooleanOperation):
+        return [*_operands(test.left), *_operands(test.right)]
+    return [test]
+
+
+def jump_anchor(test: cst.BaseExpression, start: cst.CSTNode, facts: TensorFacts) -> cst.CSTNode:
+    """The node whose first line is the line Dynamo blames for the jump on the first tensor operand of `test`.
+
+    CPython 3.11 gives the conditional jump after an operand the line of that operand when it is a comparison,
+    else the line in force before it: the last comparison's in the same condition, or else `start`'s (the `if`,
+    `elif` or `while` statement, or the conditional expression). Measured: fixtures/condition_lines.py."""
+    current = start
+    for operand in _operands(test):
+        if isinstance(operand, cst.Comparison):
+            current = operand
+        if facts.kind(operand) in (Kind.TENSOR, Kind.SCALAR):
+            break
+    return current
 
 
 def condition_kind(test: cst.BaseExpression, facts: TensorFacts) -> Kind:
@@ -110,8 +146,16 @@ class TensorCondition(Rule):
     )
 
     def _check(
-        self, test: cst.BaseExpression, node: cst.CSTNode, construct: str, ctx: RuleContext, reporter: str = ""
+        self,
+        test: cst.BaseExpression,
+        node: cst.CSTNode,
+        construct: str,
+        ctx: RuleContext,
+        reporter: str = "",
+        start: cst.CSTNode | None = None,
     ) -> None:
+        """`start`: the statement or expression whose line CPython gives the jumps of `test` (see jump_anchor)."""
+        test = traced_part(test, ctx.facts)
         kind = condition_kind(test, ctx.facts)
         if python_bool_call(without_not(test), ctx) is not None:
             return  # `if torch.equal(a, b):` breaks at the call, before any branch (TCL106)
@@ -126,17 +170,20 @@ class TensorCondition(Rule):
         fix = FIXES[construct].format(cond=as_tensor_condition(test))
         if reporter:
             fix = REPORT_FIX.format(test=short_code(test, limit=60), call=reporter)
-        ctx.report(self, node, message, condition=condition, fix=fix, cond=_low_precision_first(test, ctx))
+        anchor = jump_anchor(test, start, ctx.facts) if start is not None else None
+        ctx.report(
+            self, node, message, condition=condition, fix=fix, cond=_low_precision_first(test, ctx), anchor=anchor
+        )
         _claim_operators(test, ctx)
 
     def visit_If(self, node: cst.If, ctx: RuleContext) -> None:
-        self._check(node.test, node.test, "if", ctx, _only_reports(node))
+        self._check(node.test, node.test, "if", ctx, _only_reports(node), start=node)
 
     def visit_While(self, node: cst.While, ctx: RuleContext) -> None:
-        self._check(node.test, node.test, "while", ctx)
+        self._check(node.test, node.test, "while", ctx, start=node)
 
     def visit_IfExp(self, node: cst.IfExp, ctx: RuleContext) -> None:
-        self._check(node.test, node.test, "ternary", ctx)
+        self._check(node.test, node.test, "ternary", ctx, start=node.body)
 
     def visit_CompIf(self, node: cst.CompIf, ctx: RuleContext) -> None:
         self._check(node.test, node.test, "filter", ctx)
@@ -156,17 +203,14 @@ class TensorCondition(Rule):
         self._check(node.left, node, "and" if isinstance(node.operator, cst.And) else "or", ctx)
 
 
-HALF_DTYPES = frozenset({"torch.float16", "torch.half", "torch.bfloat16"})
-
-
 def _low_precision_first(test: cst.BaseExpression, ctx: RuleContext) -> int:
     """What an `and` checks before it reads the tensor: `x.dtype == torch.float16 and ...` reads it only in
-    half precision, not with the default float32 weights (config); `audio is not None and ...` only when
-    the optional input is passed."""
+    half precision, not with the default float32 weights; `audio is not None and ...` only when the optional
+    input is passed."""
     cond = 0
     while isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
         if _is_half_check(test.left, ctx):
-            cond |= Cond.CONFIG
+            cond |= Cond.HALF_PRECISION
         elif _passed_optional(test.left, ctx):
             cond |= Cond.OPTIONAL_INPUT
         test = test.left
@@ -191,18 +235,7 @@ def _passed_optional(node: cst.BaseExpression, ctx: RuleContext) -> bool:
 def _is_half_check(node: cst.BaseExpression, ctx: RuleContext) -> bool:
     if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.And):
         return _is_half_check(node.left, ctx) or _is_half_check(node.right, ctx)
-    if not isinstance(node, cst.Comparison) or len(node.comparisons) != 1:
-        return False
-    target = node.comparisons[0]
-    right = target.comparator
-    if isinstance(target.operator, (cst.Equal, cst.Is)):
-        named = [ctx.resolve(right)]
-    elif isinstance(target.operator, cst.In) and isinstance(right, (cst.Tuple, cst.List, cst.Set)):
-        named = [ctx.resolve(e.value) for e in right.elements]
-    else:
-        return False
-    dtype = dotted(node.left) or ""
-    return dtype.endswith("dtype") and bool(named) and all(name in HALF_DTYPES for name in named)
+    return half_check(node, ctx.resolve) is True
 
 
 REPORTERS = frozenset({"print", "warnings.warn"})

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from compile_lint.analysis.tensors import short_code
-from compile_lint.analysis.values import NUMPY
+from compile_lint.analysis.values import FALSE, FLOAT, INT, NUMPY, SIZE, TRUE
 from compile_lint.analysis.walker import RuleContext
 from compile_lint.rules.base import Example, Rule
 from compile_lint.versions import TorchVersion
@@ -22,6 +22,7 @@ SIZE_METHODS = frozenset({"view", "reshape", "expand", "repeat", "new_zeros", "n
 NARROW = "narrow"
 FILLED = frozenset({"full", "new_full"})  # the second argument is the fill value, not a size
 CONSTANT_TENSORS = frozenset({"torch.tensor", "torch.as_tensor"})
+NUMBERS = (SIZE, INT, FLOAT, TRUE, FALSE)  # Python numbers: sizes, ints, literals
 
 
 def range_code(version: TorchVersion) -> str:
@@ -54,7 +55,9 @@ class TensorAsSize(Rule):
         "`x.new_zeros(n)`, `x.repeat(n, 1)`, `x.narrow(0, 0, n)`, `torch.arange(n)`, `np.zeros((k, n))`) and "
         "as `range()` bounds. numpy results count as tensors: in a region Dynamo traces numpy as tensor ops, "
         "on tensors and on lists of numbers (`np.sum(counts)`, `np.prod(x.shape)`). A tensor made from literals (`n = torch.tensor(3)`) is not flagged, nor are un-annotated "
-        "parameters (often ints)."
+        "parameters (often ints), nor a tensor torch computes from Python ints only "
+        "(`torch.div(x.size(1), 2, rounding_mode='trunc')`): Dynamo folds it to a constant while the sizes are "
+        "static (it breaks, GB0033, once they are dynamic, which the static pass does not predict)."
     )
     why = (
         "A size or a slice bound must be a Python int, and a tensor holds its value only at run time. "
@@ -85,12 +88,13 @@ class TensorAsSize(Rule):
 
     def visit_Assign(self, node: cst.Assign, ctx: RuleContext) -> None:
         value = node.value
-        constant = (
+        literal = (
             isinstance(value, cst.Call)
             and ctx.resolve(value.func) in CONSTANT_TENSORS
             and bool(value.args)
             and is_literal(value.args[0].value)
         )
+        constant = literal or self._from_numbers(value, ctx)
         for target in node.targets:
             if isinstance(target.target, cst.Name):
                 if constant:
@@ -98,8 +102,28 @@ class TensorAsSize(Rule):
                 else:
                     self._constants(ctx).discard(target.target.value)
 
+    def _from_numbers(self, node: cst.BaseExpression, ctx: RuleContext) -> bool:
+        """A tensor computed by torch from Python numbers only (`torch.div(x.size(1), 2, rounding_mode="trunc")`,
+        and arithmetic on it): Dynamo folds it to a constant while the sizes are static (measured: no break)."""
+        if isinstance(node, cst.Name):
+            return node.value in self._constants(ctx)
+        if isinstance(node, cst.UnaryOperation):
+            return self._from_numbers(node.expression, ctx)
+        if isinstance(node, cst.BinaryOperation):
+            sides = (node.left, node.right)
+            folded = [self._from_numbers(side, ctx) for side in sides]
+            return any(folded) and all(
+                f or ctx.facts.value(s).only(NUMBERS) for f, s in zip(folded, sides, strict=True)
+            )
+        if not isinstance(node, cst.Call) or not (ctx.resolve(node.func) or "").startswith("torch."):
+            return False
+        values = [arg.value for arg in node.args if not arg.star and arg.keyword is None]
+        return bool(values) and all(
+            ctx.facts.value(value).only(NUMBERS) or self._from_numbers(value, ctx) for value in values
+        )
+
     def _runtime_tensor(self, node: cst.BaseExpression, ctx: RuleContext) -> bool:
-        if isinstance(node, cst.Name) and node.value in self._constants(ctx):
+        if self._from_numbers(node, ctx):
             return False
         return ctx.facts.is_tensor(node) and ctx.facts.has_evidence(node)
 

@@ -14,6 +14,7 @@ SKIPPED = "GB0007"  # Attempted to call function marked as skipped: torch.autogr
 REQUIRES_GRAD_CALL = "GB0125"  # Unsupported Tensor.requires_grad_() call (an input or a parameter)
 REQUIRES_GRAD_LEAK = "GB8985"  # requires_grad_() intermediate leaked as output
 REQUIRES_GRAD_SET = "GB0206"  # setattr() on Tensor.requires_grad
+REQUIRES_GRAD_FACTORY = "GB0225"  # Attempted to use tensor creation function with requires_grad=True
 REQUIRES_GRAD_FIX = (
     "Set `requires_grad` outside the compiled function: freeze parameters once before compiling, and "
     "pass inputs that already require grad."
@@ -31,13 +32,22 @@ class AutogradInRegion(Rule):
         "Autograd run inside a compiled region (`torch.autograd.grad`, `.backward()`, `requires_grad` changes) "
         "breaks the graph"
     )
-    gb_codes = (AUTOGRAD_GRAD, TENSOR_BACKWARD, SKIPPED, REQUIRES_GRAD_CALL, REQUIRES_GRAD_LEAK, REQUIRES_GRAD_SET)
+    gb_codes = (
+        AUTOGRAD_GRAD,
+        TENSOR_BACKWARD,
+        SKIPPED,
+        REQUIRES_GRAD_CALL,
+        REQUIRES_GRAD_LEAK,
+        REQUIRES_GRAD_SET,
+        REQUIRES_GRAD_FACTORY,
+    )
     fix = BACKWARD_FIX
     what = (
         "Flags `torch.autograd.grad(...)`, `torch.autograd.backward(...)` and `t.backward()` on tensors "
         "inside compiled regions, and changes of `requires_grad`: `t.requires_grad = ...` on any tensor, "
         "`t.requires_grad_(...)` on an input or a parameter (`self.lin.weight`), and `t.requires_grad_()` "
-        "(True) on a tensor computed in the region."
+        "(True) on a tensor computed in the region, and tensors created with `requires_grad=True` "
+        "(`torch.zeros(4, requires_grad=True)`, `torch.tensor(0.0, requires_grad=True)`)."
     )
     why = (
         "Dynamo traces the forward computation; running the backward pass from inside it is not "
@@ -47,7 +57,9 @@ class AutogradInRegion(Rule):
         "and a new graph starts after it. `torch.func.grad` traces without a break. Measured with torch "
         "2.13 and 2.14: setting `.requires_grad` breaks (GB0206); `requires_grad_()` on an input or a "
         "parameter breaks (GB0125), even with False; on a tensor computed in the region it breaks when "
-        "that tensor reaches an output (GB8985), and `requires_grad_(False)` there traces."
+        "that tensor reaches an output (GB8985), and `requires_grad_(False)` there traces. A torch factory "
+        "called with `requires_grad=True` (`torch.tensor`, `torch.zeros`, `torch.zeros_like`, ...) breaks "
+        "on its line (GB0225)."
     )
     example = (
         "@torch.compile\ndef train_step(model, x, y):\n    loss = (model(x) - y).pow(2).mean()\n"
@@ -63,11 +75,13 @@ class AutogradInRegion(Rule):
         Example("from torch.autograd import backward\n\n@torch.compile\ndef f(x):\n    y = (x * 3).sum()\n    backward(y)\n    return y\n"),
         Example("class M(nn.Module):\n    def forward(self, x):\n        self.lin.weight.requires_grad_(False)\n        return self.lin(x)\n"),
         Example("@torch.compile\ndef f(x):\n    y = x.detach()\n    y.requires_grad = True\n    return y\n"),
+        Example("@torch.compile\ndef f(x):\n    loss = torch.tensor(0.0, requires_grad=True)\n    return loss + x.sum()\n"),
     )  # fmt: skip
     valid = (
         Example("@torch.compile\ndef f(x):\n    return torch.func.grad(lambda t: (t * t).sum())(x)\n"),
         Example("def train(model, x):\n    loss = model(x).sum()\n    loss.backward()\n    return loss\n"),
         Example("@torch.compile\ndef f(x):\n    y = (x * 2).requires_grad_(False)\n    return y\n"),
+        Example("@torch.compile\ndef f(x):\n    return x + torch.zeros(4, requires_grad=False)\n"),
         Example("class Runner(nn.Module):\n    def forward(self, x):\n        return self.backward(x)\n\n    def backward(self, x):\n        return x * 2\n"),
     )  # fmt: skip
 
@@ -130,6 +144,17 @@ class AutogradInRegion(Rule):
     def visit_Call(self, node: cst.Call, ctx: RuleContext) -> None:
         self._check_requires_grad(node, ctx)
         full = ctx.resolve(node.func)
+        if full is not None and full.count(".") == 1 and full.startswith("torch.") and _requires_grad_true(node):
+            ctx.report(
+                self,
+                node,
+                f"`{dotted_code(node.func)}(..., requires_grad=True)` creates a leaf that requires grad inside the "
+                f"compiled region: the graph breaks here ({REQUIRES_GRAD_FACTORY})",
+                gb_codes=(REQUIRES_GRAD_FACTORY,),
+                fix="Create the tensor outside the compiled function and pass it in, or create it without "
+                "`requires_grad` (a tensor computed from inputs that require grad requires grad too).",
+            )
+            return
         if full == "torch.autograd.grad":
             ctx.report(
                 self,
@@ -167,6 +192,13 @@ class AutogradInRegion(Rule):
         if isinstance(receiver, cst.Name) and receiver.value == "self":
             return False  # a module's own `backward` method
         return ctx.facts.may_be_tensor(receiver)
+
+
+def _requires_grad_true(node: cst.Call) -> bool:
+    return any(
+        arg.keyword is not None and arg.keyword.value == "requires_grad" and dotted_code(arg.value) == "True"
+        for arg in node.args
+    )
 
 
 RULE = AutogradInRegion()

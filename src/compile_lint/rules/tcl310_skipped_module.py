@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
+from pathlib import Path
 
 import libcst as cst
 
@@ -45,7 +45,8 @@ class SkipLists:
 
 @cache
 def skip_lists(version: TorchVersion) -> SkipLists:
-    path = resources.files("compile_lint").joinpath(f"dynamo_skips_{label(version)}.json")
+    # Package data, found beside the package's modules: importlib.resources imports tempfile, shutil and random.
+    path = Path(__file__).parents[1] / f"dynamo_skips_{label(version)}.json"
     data = json.loads(path.read_text(encoding="utf-8"))
     return SkipLists(
         frozenset(data["skipped_modules"]), frozenset(data["not_skipped"]), frozenset(data["testcase_methods"])

@@ -2,12 +2,12 @@
 
 Per target (the entries of a factory that share one callable are its input sets): the first call
 of each mode, split into compile and run from Dynamo's compilation metrics; the steady state
-(warm-up, then eager and compiled calls in alternation, each between two clock reads that
-synchronise the device); whether the outputs agree (compare.py: every tensor inside them); a profiled
-steady step (coverage); every input set in turn on the same compiled function (recompiles, cache
-entries, memory, latency); last, a second compile after `torch._dynamo.reset()`, which finds
-inductor's caches warm. Eager runs use `set_stance("force_eager")`, so nested compiled code runs
-eagerly too.
+(eager and compiled in alternating blocks, each opened by untimed calls; every timed call between
+two clock reads that synchronise the device); whether the outputs agree (compare.py: every tensor
+inside them); a profiled steady step (coverage); every input set in turn on the same compiled
+function (recompiles, cache entries, memory, latency); last, a second compile after
+`torch._dynamo.reset()`, which finds inductor's caches warm. Eager runs use
+`set_stance("force_eager")`, so nested compiled code runs eagerly too.
 """
 
 from __future__ import annotations
@@ -34,9 +34,11 @@ from compile_lint.confirm.run.probe import GUARD_LINE
 from compile_lint.confirm.run.targets import Target, original
 from compile_lint.confirm.run.worker import Context, break_record, build, describe_error, forget, load, user_files
 
-WARMUP_CALLS = 3
 MIN_RUN_TIME = 1.0  # seconds of steady-state calls per mode
-MIN_CALLS, MAX_CALLS = 10, 100_000
+MIN_CALLS, MAX_CALLS = 10, 100_000  # timed calls per mode
+BLOCK_TIME = 0.1  # seconds of timed calls of one mode before switching to the other
+BLOCK_MIN_CALLS = 2  # timed calls per block at least (a call longer than BLOCK_TIME)
+BLOCK_WARMUP = 0.005  # seconds of untimed calls (at least one) opening each block: the switch's cost
 NOISE = 0.10  # interquartile range / median above this: the steady-state figure is noisy
 SET_CALLS = 20  # timed calls per input set after its first one
 OUT_OF_LINE = 2.0  # an input set this many times slower than a set at least as large is flagged
@@ -205,28 +207,40 @@ Summary = dict[str, Any]
 
 
 def steady(eager: Callable[..., Any], compiled: Callable[..., Any], target: Target) -> tuple[Summary, Summary]:
-    """The steady state of both modes, one eager call then one compiled call, over at least MIN_RUN_TIME
-    each after a warm-up: a change in the machine's load reaches both alike (timed one mode after the
-    other, the eager median of the same code moved 16% between two runs on a shared box). Each sample is
-    one call between two synchronised clock reads, not a block of calls as `torch.utils.benchmark.Timer`
-    takes: on a shared machine a long block is likely to be preempted, a single call much less (and the
-    Timer's default of one thread would change CPU results)."""
+    """The steady state of both modes in alternating blocks, an eager block then a compiled one, each
+    BLOCK_TIME of timed calls after BLOCK_WARMUP of untimed ones, until each mode has MIN_RUN_TIME:
+    a change in the machine's load reaches both alike (timed one mode after the other, the eager
+    median of the same code moved 16% between two runs on a shared box).
+
+    Not single calls in alternation: the first calls after a switch find the caches holding the other
+    mode's code and data. On fixtures/timing/_model.py at one thread the first call of a block took
+    2-3x a settled one and the third had settled; alternating single calls put 45-60 us on every call
+    of both modes (eager 0.13 ms against 0.08 ms timed alone, which torch.utils.benchmark agrees with),
+    a cost no program running one mode pays. Each sample is still one call between two synchronised
+    clock reads, not a block of calls as `torch.utils.benchmark.Timer` takes: on a shared machine a
+    long block is likely to be preempted, a single call much less."""
     eager_inputs, compiled_inputs = clone((target.args, target.kwargs)), clone((target.args, target.kwargs))
-
-    def eager_call() -> float:
-        with torch.compiler.set_stance("force_eager"):
-            return timed_call(eager, eager_inputs)
-
-    for _ in range(WARMUP_CALLS):
-        eager_call()
-        timed_call(compiled, compiled_inputs)
     eager_times: list[float] = []
     compiled_times: list[float] = []
-    deadline = time.perf_counter() + 2 * MIN_RUN_TIME
+    deadline = time.perf_counter() + 2 * (MIN_RUN_TIME + MIN_RUN_TIME / BLOCK_TIME * BLOCK_WARMUP)
     while len(eager_times) < MIN_CALLS or (time.perf_counter() < deadline and len(eager_times) < MAX_CALLS):
-        eager_times.append(eager_call())
-        compiled_times.append(timed_call(compiled, compiled_inputs))
+        with torch.compiler.set_stance("force_eager"):
+            block(eager, eager_inputs, eager_times)
+        block(compiled, compiled_inputs, compiled_times)
     return summary(eager_times), summary(compiled_times)
+
+
+def block(fn: Callable[..., Any], inputs: tuple[tuple[Any, ...], dict[str, Any]], times: list[float]) -> None:
+    """One mode's block: untimed calls for BLOCK_WARMUP seconds (at least one), then timed calls
+    for BLOCK_TIME seconds (at least BLOCK_MIN_CALLS), appended to `times`."""
+    warm = time.perf_counter() + BLOCK_WARMUP
+    timed_call(fn, inputs)
+    while time.perf_counter() < warm:
+        timed_call(fn, inputs)
+    spent, calls = 0.0, 0
+    while calls < BLOCK_MIN_CALLS or (spent < BLOCK_TIME and len(times) < MAX_CALLS):
+        times.append(timed_call(fn, inputs))
+        spent, calls = spent + times[-1], calls + 1
 
 
 def timed_call(fn: Callable[..., Any], inputs: tuple[tuple[Any, ...], dict[str, Any]]) -> float:

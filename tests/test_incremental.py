@@ -5,6 +5,7 @@ the same tree gives."""
 from __future__ import annotations
 
 import os
+import pickle
 import shutil
 import sys
 import time
@@ -141,6 +142,49 @@ def test_context_modules_are_read_packed_and_only_the_bodies_walked_are_unpickle
     assert "return x.item()" in index.text and "item" not in index.shell.code  # its body left out
     assert index.tree.code == index.text  # the whole tree, every body unpickled, is the file
     assert not index.packed
+
+
+PACKED = """import torch
+
+
+def plain(x):
+    return x + 1
+
+
+def hooks(m, fn):
+    m.register_forward_hook(fn)
+
+
+def outer():
+    def inner():
+        return 1
+
+    return inner
+
+
+class C:
+    def method(self):
+        return torch.compile(self.run)
+
+    def run(self):
+        return 2
+"""
+
+
+def test_packing_leaves_out_the_bodies_nothing_else_in_the_index_points_into() -> None:
+    from compile_lint.analysis.nodes import iter_nodes
+    from compile_lint.analysis.packing import pack_index
+
+    index = engine.parse_source("m.py", PACKED)
+    assert not isinstance(index, Finding)
+    loaded = pickle.loads(pack_index(index))
+    assert {name for name, info in loaded.functions.items() if info.packed_body is not None} == {"plain", "C.run"}
+    assert not index.packed and index.tree.code == PACKED  # the index packed is left as it was
+    [hook] = loaded.hooks
+    assert any(node is hook.line_node for node in iter_nodes(loaded.functions["hooks"].node.body))
+    assert any(node is loaded.compile_targets[0] for node in iter_nodes(loaded.functions["C.method"].node.body))
+    assert loaded.functions["outer.<locals>.inner"].node.body is not None
+    assert loaded.tree.code == PACKED and not loaded.packed
 
 
 DECORATORS = Path(__file__).parent.parent / "fixtures" / "decorators_pkg"

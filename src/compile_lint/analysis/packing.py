@@ -15,6 +15,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
+from compile_lint.analysis.nodes import iter_nodes
+
 if TYPE_CHECKING:  # imported by the index itself; libcst is loaded when an index exists
     from compile_lint.analysis.index import FileIndex, FunctionInfo
 
@@ -36,7 +38,10 @@ def pack_index(index: FileIndex) -> bytes:
     import libcst as cst
 
     owners = {name.split(".<locals>.")[0] for name in (*index.functions, *index.classes) if ".<locals>." in name}
-    packable = [info for info in index.functions.values() if _packable(index, info, owners)]
+    packable = [info for info in index.functions.values() if _packable(info, owners)]
+    if index.hooks or index.compile_targets:
+        held = _held_nodes(index)
+        packable = [info for info in packable if held.isdisjoint(map(id, iter_nodes(info.definition.body)))]
     bodies = [info.definition.body for info in packable]
     placeholder = cst.SimpleStatementSuite(body=[cst.Expr(cst.Ellipsis())])
     was_packed = index.packed
@@ -64,13 +69,19 @@ def unpack_body(info: FunctionInfo) -> None:
     info.packed_body = None
 
 
-def _packable(index: FileIndex, info: FunctionInfo, owners: set[str]) -> bool:
-    """Nothing else in the index points into the function's body: it holds no function or class of its
-    own (`owners`: their infos hold their nodes), and the file registers no hooks or compile targets
-    (their nodes may be anywhere)."""
-    if info.packed_body is not None or info.enclosing is not None or index.hooks or index.compile_targets:
-        return False
-    return info.qualname not in owners
+def _packable(info: FunctionInfo, owners: set[str]) -> bool:
+    """Not packed yet, and no function or class is defined in its body (`owners`: their infos hold
+    their nodes)."""
+    return info.packed_body is None and info.enclosing is None and info.qualname not in owners
+
+
+def _held_nodes(index: FileIndex) -> set[int]:
+    """The nodes the index holds besides its functions and classes: hook registrations and compile
+    targets (a body holding one of them stays in the outline)."""
+    held = {id(target) for target in index.compile_targets}
+    for hook in index.hooks:
+        held.update((id(hook.target), id(hook.line_node)))
+    return held
 
 
 def _set_body(node: object, body: object) -> None:

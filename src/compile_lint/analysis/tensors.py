@@ -10,6 +10,8 @@ summaries); torch, numpy, einops, math and the builtins by the tables below.
 from __future__ import annotations
 
 import enum
+import io
+import tokenize
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -1045,8 +1047,24 @@ def dotted_code(node: cst.BaseExpression) -> str:
 
 def short_code(node: cst.BaseExpression, limit: int = 40) -> str:
     """Source of `node` without outer parentheses, shortened to `limit` characters for messages."""
-    text = dotted_code(node.with_changes(lpar=[], rpar=[]) if getattr(node, "lpar", None) else node)
+    text = one_line(dotted_code(node.with_changes(lpar=[], rpar=[]) if getattr(node, "lpar", None) else node))
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def one_line(code: str) -> str:
+    """A multi-line expression as one line, without its comments: messages are one line in every reporter."""
+    if "\n" not in code:
+        return code
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(code).readline))
+    except (tokenize.TokenError, SyntaxError):
+        tokens = []
+    lines = code.splitlines(keepends=True)
+    for token in reversed(tokens):  # cut comments from the end, so earlier positions stay right
+        if token.type == tokenize.COMMENT:
+            row, col = token.start
+            lines[row - 1] = lines[row - 1][:col] + lines[row - 1][token.end[1] :]
+    return " ".join(" ".join(lines).replace("\\\n", " ").split())
 
 
 def receiver_code(node: cst.BaseExpression) -> str:

@@ -315,6 +315,16 @@ class Program:
     def is_module_class(self, key: ClassKey) -> bool:
         return self.module_reason(key) is not None
 
+    def is_module_init(self, key: FunctionKey) -> bool:
+        """Is `key` the `__init__` of an nn.Module subclass?"""
+        info = self.function(key)
+        return (
+            info is not None
+            and info.name == "__init__"
+            and info.class_key is not None
+            and self.is_module_class(info.class_key)
+        )
+
     def instance_value(self, key: ClassKey) -> Value:
         return Value.of(Module(key, key[1]) if self.is_module_class(key) else Instance(key))
 

@@ -81,7 +81,7 @@ class ParameterInRegion(Rule):
             if not module.startswith("torch.nn") or name not in LAYERS or _turned_off(node, LAYERS[name]):
                 return
             what = f"`{dotted_code(node.func)}(...)` creates its parameters"
-        if _in_module_init(ctx):
+        if ctx.function is not None and ctx.program is not None and ctx.program.is_module_init(ctx.function.key):
             # The first one makes Dynamo give up on the whole `__init__` (TCL314): the others run eagerly.
             if ctx.names(self, "reported"):
                 return
@@ -92,17 +92,6 @@ class ParameterInRegion(Rule):
             f"{what} inside the compiled region: Dynamo does not trace the `nn.Parameter` constructor, so the "
             f"graph breaks here ({PARAMETER_CTOR})",
         )
-
-
-def _in_module_init(ctx: RuleContext) -> bool:
-    function = ctx.function
-    return (
-        function is not None
-        and function.name == "__init__"
-        and function.class_key is not None
-        and ctx.program is not None
-        and ctx.program.is_module_class(function.class_key)
-    )
 
 
 def _turned_off(node: cst.Call, keyword: str | None) -> bool:

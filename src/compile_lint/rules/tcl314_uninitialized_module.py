@@ -66,7 +66,7 @@ class UninitializedModule(Rule):
         function = ctx.function
         if function is None or ctx.program is None or not _base_init(node, function.node):
             return
-        if not _module_init(ctx, function.key):
+        if not (ctx.program is not None and ctx.program.is_module_init(function.key)):
             return
         own = _own_frame(ctx, function.key, MAX_CHAIN)
         if own is None:
@@ -93,17 +93,6 @@ def _base_init(node: cst.Call, function: cst.FunctionDef) -> bool:
     return bool(params) and isinstance(first, cst.Name) and first.value == params[0].name.value
 
 
-def _module_init(ctx: RuleContext, key: FunctionKey) -> bool:
-    info = ctx.program.function(key) if ctx.program else None
-    return (
-        info is not None
-        and info.name == "__init__"
-        and info.class_key is not None
-        and ctx.program is not None
-        and ctx.program.is_module_class(info.class_key)
-    )
-
-
 def _own_frame(ctx: RuleContext, key: FunctionKey, depth: int) -> bool | None:
     """Does this module `__init__` run as a frame of its own: it breaks, or a subclass's `__init__` that
     initialises it through `super().__init__()` does."""
@@ -112,7 +101,9 @@ def _own_frame(ctx: RuleContext, key: FunctionKey, depth: int) -> bool | None:
         return breaks
     callers = ctx.callers(key) or frozenset()
     return depth > 0 and any(
-        _module_init(ctx, caller) and _own_frame(ctx, caller, depth - 1) for caller in callers if caller != key
+        ctx.program is not None and ctx.program.is_module_init(caller) and _own_frame(ctx, caller, depth - 1)
+        for caller in callers
+        if caller != key
     )
 
 

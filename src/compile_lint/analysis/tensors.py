@@ -14,6 +14,7 @@ import io
 import tokenize
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from operator import and_, or_, xor
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -787,9 +788,9 @@ def _combine_atoms(a: Atom, b: Atom, operator: cst.BaseBinaryOp) -> Atom:
 
 
 _BOOL_OPERATORS: dict[type[cst.BaseBinaryOp], Callable[[bool, bool], bool]] = {
-    cst.BitAnd: lambda x, y: x and y,
-    cst.BitOr: lambda x, y: x or y,
-    cst.BitXor: lambda x, y: x != y,
+    cst.BitAnd: and_,
+    cst.BitOr: or_,
+    cst.BitXor: xor,
 }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from compile_lint.analysis.names import dotted
+from compile_lint.analysis.program import Program
 from compile_lint.analysis.values import FunctionKey
 from compile_lint.analysis.walker import RuleContext
 from compile_lint.rules.base import Example, Rule
@@ -63,12 +64,12 @@ class UninitializedModule(Rule):
     )  # fmt: skip
 
     def visit_Call(self, node: cst.Call, ctx: RuleContext) -> None:
-        function = ctx.function
-        if function is None or ctx.program is None or not _base_init(node, function.node):
+        function, program = ctx.function, ctx.program
+        if function is None or program is None or not _base_init(node, function.node):
             return
-        if not (ctx.program is not None and ctx.program.is_module_init(function.key)):
+        if not program.is_module_init(function.key):
             return
-        own = _own_frame(ctx, function.key, MAX_CHAIN)
+        own = _own_frame(ctx, program, function.key, MAX_CHAIN)
         if own is None:
             ctx.revisit = True  # known once every reached function has been walked
         elif own:
@@ -93,7 +94,7 @@ def _base_init(node: cst.Call, function: cst.FunctionDef) -> bool:
     return bool(params) and isinstance(first, cst.Name) and first.value == params[0].name.value
 
 
-def _own_frame(ctx: RuleContext, key: FunctionKey, depth: int) -> bool | None:
+def _own_frame(ctx: RuleContext, program: Program, key: FunctionKey, depth: int) -> bool | None:
     """Does this module `__init__` run as a frame of its own: it breaks, or a subclass's `__init__` that
     initialises it through `super().__init__()` does."""
     breaks = ctx.breaks_in(key)
@@ -101,7 +102,7 @@ def _own_frame(ctx: RuleContext, key: FunctionKey, depth: int) -> bool | None:
         return breaks
     callers = ctx.callers(key) or frozenset()
     return depth > 0 and any(
-        ctx.program is not None and ctx.program.is_module_init(caller) and _own_frame(ctx, caller, depth - 1)
+        program.is_module_init(caller) and _own_frame(ctx, program, caller, depth - 1)
         for caller in callers
         if caller != key
     )

@@ -20,6 +20,10 @@ ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 FIGURES = ROOT / "bench" / "corpus" / "figures.json"
 START, END = "<!-- accuracy-tables:start -->", "<!-- accuracy-tables:end -->"
+SUMMARY_START, SUMMARY_END = "<!-- accuracy-summary:start -->", "<!-- accuracy-summary:end -->"
+HEADLINE = "2.13.0"  # the summary table's torch; the tables below cover every version
+COUNTS = ("models", "failed", "clean_models", "sites", "found", "gb_agree", "on_ran", "on_ran_broke", "never_ran",
+          "clean_findings")  # fmt: skip
 
 
 def fraction(part: int, whole: int) -> str:
@@ -62,6 +66,33 @@ def rule_table(figures: dict[str, Any]) -> list[str]:
     return lines
 
 
+def summary_markdown(figures: dict[str, Any]) -> str:
+    overall, transformers = figures["overall"], figures["packages"]["transformers"]
+    others = {key: overall[key] - transformers[key] for key in COUNTS}
+    columns = (overall, transformers, others)
+
+    def per20(row: dict[str, Any]) -> str:
+        return f"{20 * row['clean_findings'] / row['clean_models']:.2f}" if row["clean_models"] else "-"
+
+    def cells(part: str, whole: str) -> str:
+        first, *rest = (fraction(row[part], row[whole]) for row in columns)
+        return " | ".join([f"**{first}**", *rest])
+
+    return "\n".join([
+        f"| measure (torch {figures['torch']}, {overall['models']} runs, {overall['failed']} failed) "
+        "| all | transformers | others | target |",
+        "|---|---|---|---|---|",
+        f"| recall: real break sites flagged | {cells('found', 'sites')} | >= 95% |",
+        f"| precision: findings on traced lines that break there | {cells('on_ran_broke', 'on_ran')} | >= 95% |",
+        f"| GB agreement: found sites whose GB code is predicted | {cells('gb_agree', 'found')} | >= 95% |",
+        "| break-predicting findings on lines clean runs ran, per 20 clean runs "
+        f"| **{per20(overall)}** ({overall['clean_findings']} over {overall['clean_models']} clean runs) "
+        f"| {per20(transformers)} | {per20(others)} | <= 1 |",
+        "| findings on lines no run reached (not judged) | "
+        + " | ".join(str(row["never_ran"]) for row in columns) + " | |",
+    ]) + "\n"  # fmt: skip
+
+
 def tables_markdown(all_figures: dict[str, Any]) -> str:
     lines: list[str] = []
     for version, figures in all_figures.items():
@@ -71,11 +102,16 @@ def tables_markdown(all_figures: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def replace_tables(readme: str, all_figures: dict[str, Any]) -> str:
-    start, end = readme.find(START), readme.find(END)
+def between(text: str, start_marker: str, end_marker: str, content: str) -> str:
+    start, end = text.find(start_marker), text.find(end_marker)
     if start < 0 or end < start:
-        raise ValueError(f"README lacks the {START} ... {END} markers")
-    return f"{readme[: start + len(START)]}\n{tables_markdown(all_figures)}{readme[end:]}"
+        raise ValueError(f"README lacks the {start_marker} ... {end_marker} markers")
+    return f"{text[: start + len(start_marker)]}\n{content}{text[end:]}"
+
+
+def replace_tables(readme: str, all_figures: dict[str, Any]) -> str:
+    readme = between(readme, SUMMARY_START, SUMMARY_END, summary_markdown(all_figures[HEADLINE]))
+    return between(readme, START, END, tables_markdown(all_figures))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -20,6 +20,7 @@ from compile_lint.analysis.names import ImportMap, dotted
 from compile_lint.analysis.nodes import iter_nodes
 from compile_lint.analysis.packages import installed_source, relative_module, rooted_source, sibling_source
 from compile_lint.analysis.tensors import (
+    RETURNS_SELF,
     CallTarget,
     TensorFacts,
     default_param_value,
@@ -579,6 +580,8 @@ class Program:
             method = self.method(atom.cls, "__call__")
             target = targets.get(method) if method else None
             return self.summary(target.key, target.params) if target else UNKNOWN_VALUE
+        if isinstance(atom, External) and atom.name in RETURNS_SELF:
+            return Value.of(External(atom.name.rpartition(".")[0]))  # `torch.Generator().manual_seed(0)`
         if isinstance(atom, External) and atom.name.rsplit(".", 1)[-1][:1].isupper():
             return Value.of(External(atom.name + "()"))  # an instance of a library class: `ContextVar("x")`
         if isinstance(atom, External) and atom.name.startswith("torch."):

@@ -849,6 +849,8 @@ def library_call_value(name: str, node: cst.Call, facts: TensorFacts) -> Value |
     """Calls into torch, numpy, einops, math...; None when the name is not one we model."""
     if name in MODULE_CONTAINERS:
         return _container_value(name, node, facts)
+    if name in TORCH_GENERATOR_CLASSES:
+        return Value.of(External(TORCH_GENERATOR))
     if name.startswith("torch."):
         value = torch_call_value(name)
         dtypes = [a.value for a in node.args if a.keyword and a.keyword.value == "dtype"]
@@ -878,6 +880,9 @@ def library_call_value(name: str, node: cst.Call, facts: TensorFacts) -> Value |
 
 
 MODULE_CONTAINERS = frozenset({"torch.nn.ModuleList", "torch.nn.Sequential", "torch.nn.ModuleDict"})
+TORCH_GENERATOR_CLASSES = frozenset({"torch.Generator", "torch._C.Generator"})
+TORCH_GENERATOR = "torch.Generator()"  # an instance, in the analysis' values
+RETURNS_SELF = frozenset({f"{TORCH_GENERATOR}.manual_seed"})  # library methods that return their receiver
 
 
 def _container_value(name: str, node: cst.Call, facts: TensorFacts) -> Value:
@@ -920,6 +925,9 @@ def _numpy_call_value(name: str, node: cst.Call, facts: TensorFacts) -> Value:
     """Inside a region Dynamo traces numpy as tensors: numpy results on arrays, tensors and lists of
     numbers (`np.sum([1, 2])`, `np.prod(x.shape)`: measured, 2.13 and 2.14) are arrays (tensor-like);
     on Python numbers (`np.sqrt(dim)`) they are constant-folded."""
+    random_object = numpy_random_object(name)
+    if random_object is not None:
+        return Value.of(External(random_object))
     values = [facts.value(a.value) for a in node.args]
     if name.rsplit(".", 1)[-1] in ("array", "asarray", "arange", "zeros", "ones", "linspace", "empty", "full"):
         return NUMPY_VALUE
@@ -932,6 +940,17 @@ def _numpy_call_value(name: str, node: cst.Call, facts: TensorFacts) -> Value:
     if values and all(v.only({INT, FLOAT, SIZE, TRUE, FALSE}) for v in values):
         return FLOAT_VALUE
     return UNKNOWN_VALUE
+
+
+def numpy_random_object(name: str) -> str | None:
+    """`np.random.SeedSequence(...)`, `np.random.default_rng(...)`: the generator object made (as the
+    analysis names library instances, `numpy.random.Generator()`), or None for other numpy calls."""
+    module, _, last = name.rpartition(".")
+    if module not in ("numpy.random", "np.random"):
+        return None
+    if last == "default_rng":
+        return "numpy.random.Generator()"
+    return f"numpy.random.{last}()" if last[:1].isupper() else None
 
 
 def _numbers(value: Value) -> bool:

@@ -1,4 +1,5 @@
-"""TCL301: a call Dynamo skips or cannot trace (clocks, Python RNG, datetime, json, pickle, frames, pdb)."""
+"""TCL301: a call Dynamo skips or cannot trace (clocks, Python RNG, random generator objects, datetime, json,
+pickle, frames, pdb)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from compile_lint.analysis.tensors import dotted_code
+from compile_lint.analysis.tensors import TORCH_GENERATOR, dotted_code, short_code
+from compile_lint.analysis.values import External, Value
 from compile_lint.analysis.walker import RuleContext
 from compile_lint.rules.base import Example, Rule
 from compile_lint.versions import TorchVersion
@@ -18,6 +20,11 @@ UNSUPPORTED_NUMPY = "GB0294"  # attempted to trace numpy function unsupported by
 NON_TENSOR_OP = "GB0208"  # torch.* op returned non-Tensor
 NO_TRACEABLE_CALL = "GB4818"  # call to a callable object with no traceable __call__ (json.loads, torch 2.14)
 UNSUPPORTED_HASATTR = "GB0150"  # Unsupported hasattr call (inside inspect.unwrap, torch 2.14)
+INLINE_SKIPPED = "GB0008"  # Attempted to inline function marked as skipped (SeedSequence.generate_state)
+OPAQUE_OBJECT = "GB0363"  # An opaque object was created in the middle of the program (torch.Generator)
+GENERATOR_METHOD = "GB7650"  # torch.Generator method
+NO_PROXY = "GB0055"  # Failed to convert args/kwargs to proxy (a torch.Generator passed as `generator=`)
+RNG_OBJECTS = (INLINE_SKIPPED, OPAQUE_OBJECT, GENERATOR_METHOD, NO_PROXY)  # random generator objects (both versions)
 
 
 @dataclass(frozen=True)
@@ -92,6 +99,32 @@ JIT_ISINSTANCE = Skipped(
     "is TorchScript's type refinement, which Dynamo skips (measured on 2.13 and 2.14)",
     "Use the builtin `isinstance(...)` (TorchScript accepts it for refinement too), or keep the check out of the region.",
 )
+GENERATOR_CREATED = Skipped(
+    OPAQUE_OBJECT,
+    "creates a `torch.Generator`, an opaque object Dynamo cannot create inside a graph",
+    "Create the generator once, outside the compiled function; better, draw with the global RNG "
+    "(`torch.manual_seed` outside, `torch.randn(...)` inside), which Dynamo traces.",
+)
+GENERATOR_FIX = (
+    "Draw with the global RNG inside the compiled function (seed it outside), or draw the noise with the "
+    "generator before the call and pass the tensor in."
+)
+TORCH_GENERATOR_METHOD = Skipped(GENERATOR_METHOD, "is a method of a `torch.Generator`, which Dynamo cannot trace",
+                                 GENERATOR_FIX)  # fmt: skip
+NUMPY_RANDOM_OBJECT = Skipped(
+    UNSUPPORTED_METHOD,
+    "builds a numpy random generator object, which Dynamo cannot trace (only the `np.random.*` draw "
+    "functions go through torch._numpy)",
+    "Draw with torch (`torch.Generator` outside the region, or the global RNG inside), or build the numpy "
+    "object and draw from it outside the compiled function and pass the values in.",
+)
+NUMPY_RANDOM_METHOD = Skipped(
+    UNSUPPORTED_METHOD,
+    "is a method of a numpy random generator object, which Dynamo cannot trace",
+    NUMPY_RANDOM_OBJECT.fix,
+)
+NUMPY_GENERATE_STATE = Skipped(INLINE_SKIPPED, "is a method of `np.random.SeedSequence`, which Dynamo skips",
+                               NUMPY_RANDOM_OBJECT.fix)  # fmt: skip
 TORCH_INITIAL_SEED = Skipped(
     NON_TENSOR_OP,
     "returns a Python int, not a tensor",
@@ -133,6 +166,8 @@ CALLS: dict[str, Skipped] = {
     "torch.get_rng_state": TORCH_SEED,
     "torch.set_rng_state": TORCH_SEED,
     "torch.initial_seed": TORCH_INITIAL_SEED,
+    "torch.Generator": GENERATOR_CREATED,
+    "torch._C.Generator": GENERATOR_CREATED,
 }
 # Differences from 2.14 on, measured (docs/torch-versions.md).
 CALLS_2_14: dict[str, Skipped] = {"json.loads": JSON_DECODER_2_14}
@@ -237,6 +272,17 @@ def claims(full: str) -> bool:
     return full in CALLS or full in CALLS_2_14 or full.rpartition(".")[0] in OWNED_MODULES
 
 
+def method_behaviour(receiver: Value, method: str) -> Skipped | None:
+    """A method call on a random generator object the analysis knows (a `torch.Generator`, a numpy
+    `SeedSequence`/`Generator`/`RandomState`), or None."""
+    names = {atom.name for atom in receiver if isinstance(atom, External)}
+    if TORCH_GENERATOR in names:
+        return TORCH_GENERATOR_METHOD
+    if any(name.startswith("numpy.random.") and name.endswith("()") for name in names):
+        return NUMPY_GENERATE_STATE if method == "generate_state" else NUMPY_RANDOM_METHOD
+    return None
+
+
 def behaviour(full: str, node: cst.Call, version: TorchVersion) -> Skipped | None:
     """What Dynamo does with a call of the resolved name `full`, or None if it traces it like eager."""
     if version >= (2, 14) and full in CALLS_2_14:
@@ -244,6 +290,8 @@ def behaviour(full: str, node: cst.Call, version: TorchVersion) -> Skipped | Non
     if full in CALLS:
         return CALLS[full]
     module, _, function = full.rpartition(".")
+    if module == "numpy.random" and function[:1].isupper():  # `SeedSequence`, `RandomState`, `PCG64`, ...
+        return NUMPY_RANDOM_OBJECT
     if not function or not function[0].islower():  # classes (`random.Random`) are not calls we know
         return None
     if module == "time":
@@ -258,15 +306,16 @@ def behaviour(full: str, node: cst.Call, version: TorchVersion) -> Skipped | Non
 class SkippedCall(Rule):
     code = "TCL301"
     name = "skipped-call"
-    summary = "Call of a function Dynamo skips or cannot trace (clock, Python RNG, datetime, json, frames, pdb)"
+    summary = "Call of a function Dynamo skips or cannot trace (clock, Python RNG, generator objects, datetime, json, frames, pdb)"
     gb_codes_by_version = {
-        (2, 13): (SKIPPED, UNSUPPORTED_METHOD, DATA_DEPENDENT, UNSUPPORTED_NUMPY, NON_TENSOR_OP),
+        (2, 13): (SKIPPED, UNSUPPORTED_METHOD, DATA_DEPENDENT, UNSUPPORTED_NUMPY, NON_TENSOR_OP, *RNG_OBJECTS),
         (2, 14): (
             SKIPPED,
             UNSUPPORTED_METHOD,
             DATA_DEPENDENT,
             UNSUPPORTED_NUMPY,
             NON_TENSOR_OP,
+            *RNG_OBJECTS,
             NO_TRACEABLE_CALL,
             UNSUPPORTED_HASATTR,
         ),
@@ -279,7 +328,9 @@ class SkippedCall(Rule):
         "`random.*` except `randint` and `randrange`, `np.random.*` draws that return a Python scalar or lie "
         "outside torch._numpy, `datetime.datetime.now/utcnow/today`, `json.dumps/loads/dump/load`, `pickle.dumps/loads`, "
         "`inspect.currentframe`, `inspect.stack`, `sys._getframe`, `pdb.set_trace`, torch's global RNG state "
-        "(`torch.manual_seed`, `get_rng_state`, `set_rng_state`, `initial_seed`) and, with torch 2.14, "
+        "(`torch.manual_seed`, `get_rng_state`, `set_rng_state`, `initial_seed`), random generator objects "
+        "(`torch.Generator(...)`, its methods, a draw with `generator=` one; numpy's `SeedSequence`, `RandomState`, "
+        "`default_rng()` and the methods of what they return) and, with torch 2.14, "
         "`inspect.signature` of a `@torch.compiler.disable` function of the same file. "
         "`re`, `os.environ`, `math` on constants, `itertools` and `inspect.signature` of other functions "
         "trace fine and are not flagged."
@@ -290,7 +341,10 @@ class SkippedCall(Rule):
         "reach methods it does not support (GB0156; `json.loads` gives GB4818 from torch 2.14 on); a scalar "
         "`np.random` draw is data-dependent (GB0033) and other np.random functions are not in torch._numpy "
         "(GB0294); `torch.initial_seed` returns an int (GB0208); with torch 2.14, `inspect.signature` of a "
-        "disabled function calls `hasattr` on it (GB0150). Each ends the graph, runs the call eagerly and "
+        "disabled function calls `hasattr` on it (GB0150). A `torch.Generator` is an opaque object Dynamo cannot "
+        "create in a graph (GB0363), call methods of (GB7650) or pass to an op as `generator=` (GB0055, also for "
+        "one passed in); numpy's generator objects and their methods are not in torch._numpy (GB0156; "
+        "`SeedSequence.generate_state` is skipped, GB0008). Each ends the graph, runs the call eagerly and "
         "starts a new graph. Measured: `random.randint/randrange`, `np.random.seed/shuffle` and sized draws "
         "such as `np.random.rand(3)` are traced and draw what eager draws. Some calls are traced without a "
         "break but give other results than eager, which is worse: `random.uniform` (and `random.random` "
@@ -328,6 +382,14 @@ class SkippedCall(Rule):
             "import pdb\n\nclass M(nn.Module):\n    def forward(self, x):\n        pdb.set_trace()\n        return x\n"
         ),
         Example("@torch.compile\ndef f(x):\n    torch.manual_seed(0)\n    return x + torch.rand(3)\n"),
+        Example(
+            "@torch.compile\ndef f(x, seed):\n    g = torch.Generator().manual_seed(seed)\n"
+            "    return x + torch.randn(3, generator=g)\n"
+        ),
+        Example(
+            "import numpy as np\n\n@torch.compile\ndef f(x):\n    s = np.random.SeedSequence(0)\n"
+            "    a, b = s.generate_state(2)\n    return x + 1\n"
+        ),
     )
     valid = (
         Example("import random\n\n@torch.compile\ndef f(x):\n    return x * random.randint(1, 3)\n"),
@@ -338,9 +400,19 @@ class SkippedCall(Rule):
                 "    home = os.environ.get('HOME', '')\n    m = re.match(r'a+', 'aaa')\n    return x * n\n"),
         Example("import time\n\ndef train(model, x):\n    start = time.time()\n    return model(x), time.time() - start\n"),
         Example("@torch.compile\ndef f(x):\n    return x + torch.rand(3)\n"),
+        Example("@torch.compile\ndef f(x, generator=None):\n    return x + torch.rand(3, generator=generator)\n"),
     )  # fmt: skip
 
     def visit_Call(self, node: cst.Call, ctx: RuleContext) -> None:
+        self._generator_argument(node, ctx)
+        if isinstance(node.func, cst.Attribute):  # a method of a random generator object
+            method = method_behaviour(ctx.facts.value(node.func.value), node.func.attr.value)
+            if method is not None:
+                # on the method's name when the receiver is a call (`torch.Generator(d).manual_seed(s)`): the
+                # construction's own finding starts where the call does
+                at = node.func.attr if isinstance(node.func.value, cst.Call) else node
+                self._report(at, ctx, f"`{short_code(node)}`", method)
+                return
         head = node.func
         while isinstance(head, cst.Attribute):
             head = head.value
@@ -354,11 +426,31 @@ class SkippedCall(Rule):
         if found is None:
             return
         written = dotted_code(node.func)
-        shown = f"`{written}()`" if written == full else f"`{written}()` ({full})"
+        self._report(node, ctx, f"`{written}()`" if written == full else f"`{written}()` ({full})", found)
+
+    def _report(self, node: cst.BaseExpression, ctx: RuleContext, shown: str, found: Skipped) -> None:
         message = f"{shown} {found.reason}"
         if found.gb_code:
             message += f": the graph breaks here ({found.gb_code})"
         ctx.report(self, node, message, gb_codes=(found.gb_code,) if found.gb_code else (), fix=found.fix)
+
+    def _generator_argument(self, node: cst.Call, ctx: RuleContext) -> None:
+        """`torch.randn(..., generator=g)` with a `torch.Generator`: Dynamo cannot pass the generator to
+        the graph's op (measured for one made in the region and for one passed in)."""
+        for arg in node.args:
+            if arg.keyword is None or arg.keyword.value != "generator":
+                continue
+            if External(TORCH_GENERATOR) not in ctx.facts.value(arg.value) or not _torch_op(node, ctx):
+                return
+            ctx.report(
+                self,
+                node,
+                f"`{short_code(node)}` draws with a `torch.Generator`, which Dynamo cannot pass to a graph op: "
+                f"the graph breaks here ({NO_PROXY})",
+                gb_codes=(NO_PROXY,),
+                fix=GENERATOR_FIX,
+            )
+            return
 
     def _signature(self, node: cst.Call, ctx: RuleContext) -> Skipped | None:
         """`inspect.signature(f)` of a function the file disables: a break from torch 2.14 on."""
@@ -367,6 +459,13 @@ class SkippedCall(Rule):
         functions = ctx.facts.value(node.args[0].value).functions()
         disabled = any((info := ctx.program.function(f.key)) is not None and info.disabled for f in functions)
         return SIGNATURE_OF_DISABLED if disabled else None
+
+
+def _torch_op(node: cst.Call, ctx: RuleContext) -> bool:
+    """A torch function (`torch.randn`) or a tensor method (`t.normal_`), not a user function."""
+    if isinstance(node.func, cst.Attribute) and ctx.facts.value(node.func.value).is_tensor_like:
+        return True
+    return (ctx.resolve(node.func) or "").startswith("torch.")
 
 
 RULE = SkippedCall()

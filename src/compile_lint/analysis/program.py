@@ -248,6 +248,28 @@ class Program:
             return self.import_value(path, index.imports.aliases[name])
         return found
 
+    def string_table(self, path: str, name: str) -> list[str] | None:
+        """The values of a module-level dict literal whose values are all string constants
+        (`MODES = {Mode.SAMPLE: "_sample", ...}`), as a table of method names to dispatch through."""
+        index = self.files.get(path)
+        if index is None:
+            return None
+        for statement in index.shell.body:
+            small = statement.body[0] if isinstance(statement, cst.SimpleStatementLine) else None
+            if isinstance(small, cst.AnnAssign):
+                target, value = small.target, small.value
+            elif isinstance(small, cst.Assign) and len(small.targets) == 1:
+                target, value = small.targets[0].target, small.value
+            else:
+                continue
+            if isinstance(target, cst.Name) and target.value == name:
+                if not isinstance(value, cst.Dict):
+                    return None
+                strings = [e.value.evaluated_value for e in value.elements if isinstance(e, cst.DictElement)
+                           and isinstance(e.value, cst.SimpleString)]  # fmt: skip
+                return [s for s in strings if isinstance(s, str)] if len(strings) == len(value.elements) else None
+        return None
+
     def class_value(self, key: ClassKey) -> Value:
         return Value.of(ClassObject(key))
 

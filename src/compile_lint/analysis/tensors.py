@@ -59,6 +59,7 @@ from compile_lint.analysis.values import (
     UNKNOWN_VALUE,
     Atom,
     ClassKey,
+    ClassObject,
     External,
     Function,
     FunctionKey,
@@ -569,11 +570,58 @@ class TensorFacts:
                 return library
         if written == "super" and "super" not in self.env and self.self_class is not None and self.program:
             return self.env.get("self") or self.program.instance_value(self.self_class)
+        if isinstance(func, cst.Name) and func.value in ("type", "getattr") and func.value not in self.env:
+            reflected = self._type_call(node) if func.value == "type" else self._getattr_call(node)
+            if reflected is not None:
+                return reflected
         if isinstance(func, cst.Name) and func.value not in self.env:
             builtin = builtin_call_value(func.value, node, self)
             if builtin is not None:
                 return builtin
         return self._call_through(node, func, self.value(func))
+
+    def _type_call(self, node: cst.Call) -> Value | None:
+        """`type(self)`: the class of an instance of a known user class (to reach its class-level methods)."""
+        if len(node.args) != 1 or self.program is None:
+            return None
+        parts = [
+            (
+                self.program.class_value(atom.cls)
+                if isinstance(atom, (Module, Instance)) and atom.cls
+                else UNKNOWN_VALUE
+            ).under(cond)
+            for atom, cond in self.value(node.args[0].value).atoms.items()
+        ]
+        joined = join_all(parts)
+        return joined if joined.classes() else None
+
+    def _getattr_call(self, node: cst.Call) -> Value | None:
+        """`getattr(obj, "name")` and a dispatch by method name through a module-level table of strings,
+        `getattr(type(self), MODES[mode])`: the methods of obj's class those names give (each one may run)."""
+        if len(node.args) < 2 or self.program is None:
+            return None
+        names = self._constant_strings(node.args[1].value)
+        if not names:
+            return None
+        parts: list[Value] = []
+        for atom, cond in self.value(node.args[0].value).atoms.items():
+            if isinstance(atom, (Module, Instance, ClassObject)) and atom.cls is not None:
+                bound = None if isinstance(atom, ClassObject) else atom.cls
+                keys = {key for key in (self.program.method(atom.cls, name) for name in names) if key is not None}
+                parts.extend(Value.of(Function(key, bound=bound), cond=cond) for key in sorted(keys))
+        return join_all(parts) or None
+
+    def _constant_strings(self, node: cst.BaseExpression) -> list[str] | None:
+        """The strings an expression can only be: a literal, or an item of a module-level dict of strings."""
+        if isinstance(node, cst.SimpleString):
+            text = node.evaluated_value
+            return [text] if isinstance(text, str) else None
+        table = node.value if isinstance(node, cst.Subscript) else None
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "get":
+            table = node.func.value
+        if not isinstance(table, cst.Name) or table.value in self.env or self.program is None:
+            return None
+        return self.program.string_table(self.path, table.value)
 
     def _guard_call(self, node: cst.Call, func: cst.BaseExpression, last: str) -> Value:
         """A tracing guard: what the package's own definition returns when it is constant under Dynamo (a

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import libcst as cst
 
 from compile_lint.analysis.flow import half_check
 from compile_lint.analysis.names import dotted
+from compile_lint.analysis.nodes import iter_nodes
 from compile_lint.analysis.tensors import Kind, TensorFacts, join_kinds, short_code, without_item
-from compile_lint.analysis.values import NONE, Cond
+from compile_lint.analysis.values import NONE, PYTHON_NUMBERS, TENSOR_LIKE, Cond
 from compile_lint.analysis.walker import RuleContext
 from compile_lint.rules.base import CAPTURE_SCALAR, Example, Rule
 from compile_lint.rules.tcl106_tensor_to_bool import python_bool_call
@@ -85,6 +88,55 @@ def has_evidence(test: cst.BaseExpression, facts: TensorFacts) -> bool:
     return facts.kind(test) is Kind.TENSOR and facts.has_evidence(test)
 
 
+def _rebinding_blocks(body: cst.CSTNode, name: str) -> Iterator[tuple[cst.BaseExpression, tuple[cst.CSTNode, ...]]]:
+    """Each value assigned to `name` in a function body, with the compound statements around it (nested
+    functions and classes left out)."""
+    stack: list[tuple[cst.CSTNode, tuple[cst.CSTNode, ...]]] = [(body, ())]
+    while stack:
+        node, around = stack.pop()
+        if isinstance(node, (cst.Assign, cst.AnnAssign)) and node.value is not None:
+            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+            if any(isinstance(t, cst.Name) and t.value == name for t in targets):
+                yield node.value, around
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and around:
+            continue
+        inner = (*around, node) if isinstance(node, (cst.If, cst.For, cst.While, cst.Try, cst.With)) else around
+        stack.extend((child, inner) for child in node.children)
+
+
+def _tensor_only_in_branch(operand: cst.BaseExpression, at: cst.CSTNode, ctx: RuleContext) -> bool:
+    """`flag = False`, then `if len(self.jumps): flag = t0 < jumps[0] < t1`, then `if flag:`: a Python bool
+    unless an `if` on something other than tensor data was taken, which the static pass cannot tell (an input,
+    a configuration). Measured on the corpus (issue 19): such names were the bool on every run that reached
+    them. When that `if` is one the path conditions name (`if self.training:`), the finding stays, labelled
+    with it. A tensor assigned in a loop stays flagged (the next iteration branches on it), and so does one
+    assigned outside any `if` and replaced by a Python value only in some (`accept = err <= 1`, then
+    `if dt > dt_max: accept = False`)."""
+    value = ctx.facts.value(operand)
+    if not isinstance(operand, cst.Name) or not value.any_of(PYTHON_NUMBERS) or ctx.function is None:
+        return False
+    if value.cond_of(TENSOR_LIKE):  # the `if` is one the path conditions know (training, a config flag...)
+        return False
+    assigned = _rebinding_blocks(ctx.function.node.body, operand.value)
+    computed = [around for value, around in assigned if not _is_literal(value)]
+    return bool(computed) and all(
+        around
+        and all(isinstance(block, cst.If) for block in around)
+        and not any(_encloses(block, at) for block in around)
+        for around in computed
+    )
+
+
+def _is_literal(node: cst.BaseExpression) -> bool:
+    return isinstance(node, (cst.Integer, cst.Float)) or (
+        isinstance(node, cst.Name) and node.value in ("True", "False", "None")
+    )
+
+
+def _encloses(block: cst.CSTNode, node: cst.CSTNode) -> bool:
+    return any(inner is node for inner in iter_nodes(block))
+
+
 def _claim_operators(test: cst.BaseExpression, ctx: RuleContext) -> None:
     """Mark the `not`/`and`/`or` nodes of a flagged test so no other rule reports them again."""
     while True:
@@ -111,7 +163,10 @@ class TensorCondition(Rule):
     what = (
         "Flags `if`, `while`, conditional expressions, `and`/`or` operands and comprehension filters "
         "whose condition is a tensor, such as `if x.sum() > 0:` or `if mask.any():`. With "
-        "`capture_scalar_outputs=True` it also flags branches on values read with `.item()`."
+        "`capture_scalar_outputs=True` it also flags branches on values read with `.item()`. A name that is a "
+        "Python bool unless an `if` on something other than tensor data was taken (`on_jump = False`, then "
+        "`if len(self.jumps): on_jump = t < jumps[0]`) is not flagged: which inputs are given decides, and on "
+        "the corpus (issue 19) it was the bool on every run; such a branch breaks when that `if` ran."
     )
     why = (
         "Which way Python goes depends on tensor data that does not exist while Dynamo traces, so it "
@@ -141,6 +196,9 @@ class TensorCondition(Rule):
         ),
         Example("@torch.compile\ndef f(x, mask=None):\n    if mask is not None:\n        x = x * mask\n    return x\n"),
         Example("@torch.compile\ndef f(x):\n    assert (x > 0).all()\n    return x\n"),
+        Example(
+            "@torch.compile\ndef f(x, jumps):\n    on_jump = False\n    if len(jumps):\n        on_jump = x.sum() > jumps[0]\n    if on_jump:\n        return -x\n    return x\n"
+        ),
         Example("@torch.compile\ndef f(x):\n    return torch.where(x.sum() > 0, x + 1, x - 1)\n"),
         Example("@torch.compile\ndef f(x):\n    if x.sum().item() > 0:\n        return x\n    return -x\n"),
     )
@@ -159,6 +217,9 @@ class TensorCondition(Rule):
         kind = condition_kind(test, ctx.facts)
         if python_bool_call(without_not(test), ctx) is not None:
             return  # `if torch.equal(a, b):` breaks at the call, before any branch (TCL106)
+        tensors = [o for o in _operands(test) if ctx.facts.kind(o) is Kind.TENSOR]
+        if tensors and start is not None and all(_tensor_only_in_branch(o, start, ctx) for o in tensors):
+            return
         if kind is Kind.TENSOR and has_evidence(test, ctx.facts):
             condition = "always"
             message = f"{CONSTRUCTS[construct]} on the tensor value `{short_code(test)}`: the graph breaks here"

@@ -20,6 +20,7 @@ NUMPY_FACTORIES = frozenset({"zeros", "ones", "empty", "full"})
 # Tensor methods whose positional arguments are sizes, or (narrow) a start and a length.
 SIZE_METHODS = frozenset({"view", "reshape", "expand", "repeat", "new_zeros", "new_ones", "new_empty", "new_full"})
 NARROW = "narrow"
+ONE_HOT = "torch.nn.functional.one_hot"  # one_hot(tensor, num_classes): the class count is the last dim's size
 FILLED = frozenset({"full", "new_full"})  # the second argument is the fill value, not a size
 CONSTANT_TENSORS = frozenset({"torch.tensor", "torch.as_tensor"})
 NUMBERS = (SIZE, INT, FLOAT, TRUE, FALSE)  # Python numbers: sizes, ints, literals
@@ -40,6 +41,10 @@ def is_literal(node: cst.BaseExpression) -> bool:
     return False
 
 
+def _keyword(node: cst.Call, name: str) -> cst.Arg | None:
+    return next((arg for arg in node.args if arg.keyword is not None and arg.keyword.value == name), None)
+
+
 class TensorAsSize(Rule):
     code = "TCL107"
     name = "tensor-as-size"
@@ -52,7 +57,8 @@ class TensorAsSize(Rule):
     what = (
         "Flags tensors computed in the region used as slice bounds (`x[:n]`), as size or shape arguments "
         "(`torch.zeros(n)`, `torch.full((n,), v)`, `x.view(n, -1)`, `x.reshape(n)`, `x.expand(n, 4)`, "
-        "`x.new_zeros(n)`, `x.repeat(n, 1)`, `x.narrow(0, 0, n)`, `torch.arange(n)`, `np.zeros((k, n))`) and "
+        "`x.new_zeros(n)`, `x.repeat(n, 1)`, `x.narrow(0, 0, n)`, `torch.arange(n)`, `np.zeros((k, n))`, the class "
+        "count of `F.one_hot(idx, n)`) and "
         "as `range()` bounds. numpy results count as tensors: in a region Dynamo traces numpy as tensor ops, "
         "on tensors and on lists of numbers (`np.sum(counts)`, `np.prod(x.shape)`). A tensor made from literals (`n = torch.tensor(3)`) is not flagged, nor are un-annotated "
         "parameters (often ints), nor a tensor torch computes from Python ints only "
@@ -76,11 +82,13 @@ class TensorAsSize(Rule):
         Example("@torch.compile\ndef f(x):\n    n = x.sum().long()\n    return torch.zeros(n, 3)\n"),
         Example("class M(nn.Module):\n    def forward(self, x):\n        rows = x.argmax()\n        return x.view(rows, -1)\n"),
         Example("@torch.compile\ndef f(x):\n    steps = x.max().long()\n    for _ in range(steps):\n        x = x * 2\n    return x\n"),
+        Example("@torch.compile\ndef f(idx):\n    return torch.nn.functional.one_hot(idx, max(idx.max() + 1, 4))[..., :4]\n"),
     )  # fmt: skip
     valid = (
         Example("@torch.compile\ndef f(x, n):\n    return x[:n] + torch.zeros(n)\n"),
         Example("@torch.compile\ndef f(x):\n    half = x.shape[0] // 2\n    return x[:half].view(half, -1)\n"),
         Example("@torch.compile\ndef f(x):\n    n = torch.tensor(3)\n    return torch.zeros(n) + x.sum()\n"),
+        Example("@torch.compile\ndef f(idx, x):\n    return torch.nn.functional.one_hot(idx, x.shape[-1]) * x\n"),
     )  # fmt: skip
 
     def _constants(self, ctx: RuleContext) -> set[str]:
@@ -181,6 +189,10 @@ class TensorAsSize(Rule):
             op = full.split(".")[1]  # traced as torch._numpy: the shape must be ints, as for torch.zeros
             code, what = DATA_DEPENDENT, f"a size of `{full}`"
             sizes = sizes[:1]
+        elif full == ONE_HOT:
+            op, code, what = "one_hot", DATA_DEPENDENT, "the class count of `F.one_hot`"
+            classes = _keyword(node, "num_classes")
+            sizes = sizes[1:2] if classes is None else [classes.value]
         elif isinstance(func, cst.Attribute) and func.attr.value in (*SIZE_METHODS, NARROW):
             if not ctx.facts.is_tensor(func.value):
                 return

@@ -98,3 +98,11 @@ def test_generator_refuses_a_readme_without_markers(tmp_path: Path) -> None:
     result = run(str(SCRIPT), str(readme))
     assert result.returncode == 2 and "markers" in result.stderr
     assert readme.read_text() == "# no table here\n"
+
+
+def test_readme_corpus_tables_are_generated_from_the_committed_figures() -> None:
+    result = run(str(ROOT / "scripts" / "gen_accuracy_tables.py"), "--check")
+    assert result.returncode == 0, result.stderr
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for version in json.loads((ROOT / "bench" / "corpus" / "figures.json").read_text()):
+        assert f"torch {version}, per package" in readme and f"torch {version}, per rule" in readme

@@ -259,6 +259,34 @@ def test_the_language_server_answers_for_the_open_file_first_and_its_importers_a
     assert [(f.line, f.col, f.code) for f in together if f.path == str(helpers)] == [(2, 8, "TCL103")]
 
 
+def test_a_change_gives_up_the_dependents_batch_being_analysed(tmp_path: Path) -> None:
+    """The language server's next lint waits for the worker: a batch of dependents stops between two
+    functions once the text changed, not at the end of the batch."""
+    from compile_lint.lsp.workspace import QUICK_IMPORTERS, Workspace
+
+    folder = tmp_path / "pkg"
+    folder.mkdir()
+    (folder / "__init__.py").write_text("")
+    helpers = folder / "helpers.py"
+    helpers.write_text(HELPER)
+    for n in range(QUICK_IMPORTERS + 2):
+        (folder / f"caller{n}.py").write_text(CALLER.format(n=n))
+    workspace = Workspace(tmp_path, Config(root=tmp_path))
+    documents = {str(helpers): HELPER}
+    workspace.lint(documents)
+    asked: list[bool] = []
+
+    def current() -> bool:  # the text changes after the first batch's check, while its project is analysed
+        asked.append(len(asked) < 1)
+        return asked[-1]
+
+    kept = len(workspace._results)
+    assert workspace.lint_dependents(documents, current) is None
+    assert asked == [True, False]  # before the batch, then while its project was analysed
+    assert len(workspace._results) == kept  # so the batch never finished
+    assert workspace.lint_dependents(documents, lambda: True) is not None  # nothing half-done was kept
+
+
 def test_a_new_language_server_reads_the_import_table_the_last_one_saved(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -4,7 +4,7 @@ reports become findings (with the path condition of their line and how the funct
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from functools import cache
 
@@ -42,8 +42,14 @@ def module_triggers() -> tuple[str, ...]:
     return tuple(t for rule in all_rules() if rule.scope == "module" for t in rule.triggers)
 
 
+class Cancelled(Exception):
+    """The analysis was given up: the `cancelled` callback of the Project said so."""
+
+
 class Project:
-    """All linted files: regions, reachability, and the findings of the rules."""
+    """All linted files: regions, reachability, and the findings of the rules. `cancelled` is asked before
+    each function is walked; once it says True the analysis stops and raises Cancelled (the language
+    server gives up linting the files that import an open document when its text changes)."""
 
     def __init__(
         self,
@@ -51,8 +57,10 @@ class Project:
         options: Options,
         errors: Iterable[Finding] = (),
         load: SourceLoader | None = None,
+        cancelled: Callable[[], bool] | None = None,
     ) -> None:
         self.options = options
+        self._cancelled = cancelled
         self.errors = list(errors)
         self.program = Program(indexes, options.mode, load)
         self.root_list: list[Root] = find_roots(self.program, options.extra_regions, options.exclude_regions)
@@ -125,6 +133,8 @@ class Project:
 
     def _analyze(self, info: FunctionInfo, reach: Reach) -> list[CallSite]:
         """Walk one reached function with the region rules; its reports replace those of an earlier walk."""
+        if self._cancelled is not None and self._cancelled():
+            raise Cancelled
         index = self.program.index_of(info.path)
         ctx = self._context(index, info, reach)
         ctx.breaks_in = self._breaks_in

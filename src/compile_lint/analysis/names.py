@@ -7,11 +7,13 @@ import libcst as cst
 
 def dotted(node: cst.BaseExpression) -> str | None:
     """`a.b.c` as written, or None when the expression is not a plain dotted name."""
+    if type(node) is cst.Name:  # exact types: isinstance against libcst's ABCs is slow, and this is hot
+        return node.value
     parts: list[str] = []
-    while isinstance(node, cst.Attribute):
+    while type(node) is cst.Attribute:
         parts.append(node.attr.value)
         node = node.value
-    if not isinstance(node, cst.Name):
+    if type(node) is not cst.Name:
         return None
     parts.append(node.value)
     return ".".join(reversed(parts))

@@ -46,14 +46,25 @@ def child_fields(node_type: type[cst.CSTNode]) -> tuple[str, ...]:
     return found
 
 
+_node_types: dict[type, bool] = {}  # isinstance against libcst's ABC costs several dict lookups
+
+
+def _is_node(kind: type) -> bool:
+    found = _node_types.get(kind)
+    if found is None:
+        found = _node_types[kind] = issubclass(kind, cst.CSTNode)
+    return found
+
+
 def children(node: cst.CSTNode) -> list[cst.CSTNode]:
     found: list[cst.CSTNode] = []
     for name in child_fields(type(node)):
         value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
+        kind = type(value)
+        if kind is tuple or kind is list:
+            found.extend(item for item in value if _is_node(type(item)))
+        elif _is_node(kind):
             found.append(value)
-        elif isinstance(value, (tuple, list)):
-            found.extend(item for item in value if isinstance(item, cst.CSTNode))
     return found
 
 

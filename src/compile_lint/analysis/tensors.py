@@ -243,16 +243,25 @@ class CallTarget:
 NAMED_CONSTANTS = {"None": NONE_VALUE, "True": TRUE_VALUE, "False": FALSE_VALUE}
 
 
+# By exact node type: libcst's node classes are ABCs, and isinstance against an ABC costs several times
+# a dict lookup (these run on every expression evaluated). No libcst node class has subclasses.
+LITERALS: dict[type[cst.CSTNode], Value] = {
+    cst.Integer: INT_VALUE,
+    cst.Float: FLOAT_VALUE,
+    cst.Imaginary: FLOAT_VALUE,
+    cst.SimpleString: STR_VALUE,
+    cst.ConcatenatedString: STR_VALUE,
+    cst.FormattedString: STR_VALUE,
+}
+
+
 def literal_value(node: cst.BaseExpression) -> Value | None:
-    if isinstance(node, cst.Name):
+    if type(node) is cst.Name:
         return NAMED_CONSTANTS.get(node.value)
-    if isinstance(node, cst.Integer):
-        return INT_VALUE
-    if isinstance(node, (cst.Float, cst.Imaginary)):
-        return FLOAT_VALUE
-    if isinstance(node, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
-        return STR_VALUE
-    if isinstance(node, cst.UnaryOperation) and isinstance(node.expression, (cst.Integer, cst.Float)):
+    found = LITERALS.get(type(node))
+    if found is not None:
+        return found
+    if type(node) is cst.UnaryOperation and type(node.expression) in (cst.Integer, cst.Float):
         return literal_value(node.expression)
     return None
 
@@ -343,7 +352,7 @@ class TensorFacts:
         return found
 
     def _value(self, node: cst.BaseExpression) -> Value:
-        if isinstance(node, cst.Name):
+        if type(node) is cst.Name:
             return self.name_value(node.value)
         literal = literal_value(node)
         if literal is not None:

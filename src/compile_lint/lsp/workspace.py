@@ -39,7 +39,7 @@ from compile_lint.engine import _without_cycle_collection as without_cycle_colle
 from compile_lint.finding import Finding
 from compile_lint.fixes.apply import FixError, fix_text
 from compile_lint.fixes.codemods import CODEMODS, Safety
-from compile_lint.project import Project
+from compile_lint.project import Cancelled, Project
 
 Items = list[tuple[str, bytes]]
 PYTHON_SUFFIXES = (".py", ".pyi")
@@ -117,7 +117,11 @@ class Workspace:
         for start in range(0, len(importers), DEPENDENT_BATCH):
             if not current():
                 return None
-            for finding in self._findings(documents, importers[start : start + DEPENDENT_BATCH]):
+            try:  # a change gives the batch up between two functions, so its own lint need not wait for it
+                batch = self._findings(documents, importers[start : start + DEPENDENT_BATCH], current)
+            except Cancelled:
+                return None
+            for finding in batch:
                 where = (finding.path, finding.line, finding.col, finding.code)
                 if finding.path in documents and where not in seen:
                     seen.add(where)
@@ -136,9 +140,12 @@ class Workspace:
                 shown[finding.path].append(finding)
         return {path: sorted(found, key=lambda f: f.sort_key) for path, found in shown.items()}
 
-    def _findings(self, documents: dict[str, str], others: list[str]) -> list[Finding]:
+    def _findings(
+        self, documents: dict[str, str], others: list[str], current: Callable[[], bool] | None = None
+    ) -> list[Finding]:
         """Findings of the open documents and `others` as one project; kept (KEPT_RESULTS) while their
-        texts and the files the project read from stay the same."""
+        texts and the files the project read from stay the same. Raises Cancelled once `current()` is
+        False (the texts changed) before the project is done."""
         items = self.items(documents, others)
         key = self.key(items)
         kept = self._results.get(key)
@@ -147,7 +154,7 @@ class Workspace:
             store.sources.clear()
             try:
                 with without_cycle_collection():
-                    found = self._project_of(items, key).findings()
+                    found = self._project_of(items, key, current).findings()
             except RecursionError:
                 found = analyze(items, self.options)  # which says which files are too deeply nested
             kept = self._results[key] = (found, dict(store.sources))
@@ -162,10 +169,11 @@ class Workspace:
         items = self.items(documents, importers if len(importers) <= QUICK_IMPORTERS else [])
         return self._project_of(items, self.key(items))
 
-    def _project_of(self, items: Items, key: str) -> Project:
+    def _project_of(self, items: Items, key: str, current: Callable[[], bool] | None = None) -> Project:
         if self._project is None or self._project[0] != key:
             indexes, errors = self._parse(items)
-            self._project = (key, Project(indexes, self.options, errors, load_source))
+            cancelled = None if current is None else lambda: not current()
+            self._project = (key, Project(indexes, self.options, errors, load_source, cancelled))
         return self._project[1]
 
     def _parse(self, items: Items) -> tuple[list[FileIndex], list[Finding]]:

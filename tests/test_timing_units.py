@@ -122,3 +122,30 @@ def test_the_steady_state_leaves_out_what_switching_modes_costs(monkeypatch: pyt
     for measured in (eager, compiled):
         assert measured["median_ms"] == pytest.approx(1.0) and measured["iqr_ms"] == pytest.approx(0.0)
         assert measured["calls"] >= timing.MIN_RUN_TIME / 0.001  # at least MIN_RUN_TIME of timed calls
+
+
+def samples(blocks: list[list[tuple[float, bool]]]) -> timing.Samples:
+    made = timing.Samples()
+    for calls in blocks:
+        made.open_block()
+        for seconds, preempted in calls:
+            made.add(seconds, preempted)
+    return made
+
+
+def test_the_median_leaves_out_calls_the_scheduler_switched_out() -> None:
+    """A third of the calls waited 5 ms for the CPU: all calls' median would be pulled up, the
+    uninterrupted calls' median is the call's time."""
+    calls = [(0.001, False), (0.001, False), (0.006, True)] * 10
+    figure = timing.summary(samples([calls, calls]))
+    assert figure["median_ms"] == pytest.approx(1.0) and figure["calls_used"] == 40 and figure["calls"] == 60
+    assert figure["preempted"] == pytest.approx(1 / 3) and figure["unreliable"] is None
+
+
+def test_blocks_that_disagree_make_the_figure_unreliable() -> None:
+    quiet, busy = [(0.001, False)] * 12, [(0.002, False)] * 12  # the machine doubled every call's time
+    figure = timing.summary(samples([quiet, quiet, busy, busy, quiet, busy]))
+    assert figure["blocks"] == 6 and figure["block_spread"] == pytest.approx(2.0)
+    assert figure["unreliable"] is not None and "its blocks disagree" in figure["unreliable"]
+    steady = timing.summary(samples([quiet] * 6))
+    assert steady["block_spread"] == pytest.approx(1.0) and steady["unreliable"] is None

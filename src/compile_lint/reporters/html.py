@@ -14,7 +14,14 @@ from typing import TYPE_CHECKING, Any
 from compile_lint import __version__, atomic
 from compile_lint.finding import Finding
 from compile_lint.reporters.text import cascade_note, owner_note
-from compile_lint.reporters.timing_text import agreement_detail, compile_cost, machine_line, ms, timing_warnings
+from compile_lint.reporters.timing_text import (
+    agreement_detail,
+    compile_cost,
+    machine_line,
+    ms,
+    spread_line,
+    timing_warnings,
+)
 
 if TYPE_CHECKING:
     from compile_lint.confirm.session import TargetReport
@@ -69,6 +76,8 @@ def section(target: TargetReport) -> str:
         parts.append(f"<p class=fix><b>Fix first:</b> {escape(coverage['fix_first'])}</p>")
     parts.append(speed_summary(timing))
     parts.append(f"<p class=muted>{escape(machine_line(timing))}</p>")
+    if "preempted" in timing["eager"]:
+        parts.append(f"<p class=muted>{escape(spread_line(timing))}</p>")
     parts += [f"<p class=warn>Warning: {escape(warning)}</p>" for warning in timing_warnings(timing)]
     parts.append("<h3>Eager vs compiled, median per call</h3>")
     parts.append(bars([("eager", timing["eager"]["median_ms"]), ("compiled", timing["compiled"]["median_ms"])]))
@@ -104,8 +113,11 @@ def speed_summary(timing: dict[str, Any]) -> str:
         agree = "<span class=good>outputs agree</span>"
     else:
         agree = f"<span class=bad>outputs differ: {escape(agreement['message'])}</span>"
+    unreliable = timing["eager"].get("unreliable") or compiled.get("unreliable")
+    flag = " <span class=warn>(unreliable)</span>" if unreliable else ""
     return (
-        f"<p>Speed-up <b>{timing['speedup']:.2f}x</b> ({escape(timing['backend'])}, mode {escape(timing['mode'])}); "
+        f"<p>Speed-up <b>{timing['speedup']:.2f}x</b>{flag} ({escape(timing['backend'])}, "
+        f"mode {escape(timing['mode'])}); "
         f"first compiled call {escape(ms(compiled['first_ms']))}: {escape(ms(compiled['compile_ms']))} compiling "
         f"({escape(compiled['cache'])} cache) and {escape(ms(compiled['run_ms']))} running; warm-cache compile "
         f"{escape(ms(timing['warm_compile']['compile_ms']))}; {agree} ({escape(agreement_detail(agreement))}).</p>"

@@ -60,13 +60,17 @@ def render_speed(console: Console, targets: list[TargetReport]) -> None:
         first = f"{ms(compiled['first_ms'])} ({ms(compiled['compile_ms'])} compile, {compiled['cache']})"
         warm = timing["warm_compile"]
         agree = agreement_cell(agreement)
-        speedup = Text(f"{timing['speedup']:.2f}x", style="green" if timing["speedup"] >= 1 else "red")
+        unreliable = bool(eager.get("unreliable") or compiled.get("unreliable"))
+        speedup = Text(
+            f"{timing['speedup']:.2f}x" + " (unreliable)" * unreliable,
+            style="yellow" if unreliable else "green" if timing["speedup"] >= 1 else "red",
+        )
         add_row(
             table,
             target.label,
             f"{timing['backend']} ({timing['mode']})",
-            ms(eager["median_ms"]) + " ~" * eager["noisy"],
-            ms(compiled["median_ms"]) + " ~" * compiled["noisy"],
+            ms(eager["median_ms"]) + " ~" * eager["noisy"] + " !" * bool(eager.get("unreliable")),
+            ms(compiled["median_ms"]) + " ~" * compiled["noisy"] + " !" * bool(compiled.get("unreliable")),
             speedup,
             first,
             f"{ms(warm['compile_ms'])} ({warm['cache']})",
@@ -77,6 +81,8 @@ def render_speed(console: Console, targets: list[TargetReport]) -> None:
                 spread = f"IQR {ms(timing[mode]['iqr_ms'])} over {timing[mode]['calls']} calls"
                 notes.append(Text(f"  {target.label}: {mode} timing is noisy (~): {spread}", style="yellow"))
         notes.append(Text(f"  {target.label}: {machine_line(timing)}", style="dim"))
+        if "preempted" in eager:
+            notes.append(Text(f"  {target.label}: {spread_line(timing)}", style="dim"))
         for warning in timing_warnings(timing):
             notes.append(Text(f"  {target.label}: warning: {warning}", style="bold yellow"))
         if agreement["ok"] is False:
@@ -101,10 +107,31 @@ def machine_line(timing: dict[str, Any]) -> str:
     )
 
 
+def spread_line(timing: dict[str, Any]) -> str:
+    """How each mode's steady state was taken: calls, the share preempted and left out, the blocks' spread."""
+    parts = []
+    for mode in ("eager", "compiled"):
+        figure = timing[mode]
+        low, high = figure["block_quartiles_ms"]
+        parts.append(
+            f"{mode} {figure['calls']} calls, {figure['preempted']:.0%} preempted by other processes and left out "
+            f"of the median, {figure['blocks']} blocks (quartiles of their medians {ms(low)}, {ms(high)})"
+        )
+    return "steady state: " + "; ".join(parts)
+
+
 def timing_warnings(timing: dict[str, Any]) -> list[str]:
-    """Plain warnings: measurements of one call that disagree, a load above the CPUs (with several
-    threads the timings may measure the machine; with one, every call is slower than on an idle one)."""
+    """Plain warnings: a steady-state figure that cannot be trusted, measurements of one call that
+    disagree, a load above the CPUs (with several threads the timings may measure the machine; with
+    one, every call is slower than on an idle one)."""
     warnings = []
+    for mode in ("eager", "compiled"):
+        if timing[mode].get("unreliable"):
+            warnings.append(
+                f"the {mode} time ({ms(timing[mode]['median_ms'])}) could not be measured reliably: "
+                f"{timing[mode]['unreliable']}; it and the speed-up measure the machine, not the model: rerun "
+                "when the machine is less busy"
+            )
     if timing.get("disagreement"):
         warnings.append(timing["disagreement"]["message"])
     machine = timing.get("machine")

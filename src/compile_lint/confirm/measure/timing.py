@@ -40,6 +40,10 @@ BLOCK_TIME = 0.1  # seconds of timed calls of one mode before switching to the o
 BLOCK_MIN_CALLS = 2  # timed calls per block at least (a call longer than BLOCK_TIME)
 BLOCK_WARMUP = 0.005  # seconds of untimed calls (at least one) opening each block: the switch's cost
 NOISE = 0.10  # interquartile range / median above this: the steady-state figure is noisy
+PREEMPTED_AT_MOST = 0.5  # share of timed calls switched out by the scheduler beyond which a median cannot be trusted
+BLOCKS_DISAGREE = 1.3  # upper / lower quartile of the blocks' medians above this: the figure is unreliable
+# The calling thread's involuntary context switches (Linux; elsewhere the process's).
+RUSAGE_WHO = getattr(resource, "RUSAGE_THREAD", resource.RUSAGE_SELF)
 SET_CALLS = 20  # timed calls per input set after its first one
 OUT_OF_LINE = 2.0  # an input set this many times slower than a set at least as large is flagged
 MEMORY_JUMP_MB = 64.0  # RSS growth over one input set that is flagged
@@ -206,6 +210,26 @@ def synced_clock() -> float:
 Summary = dict[str, Any]
 
 
+class Samples:
+    """One mode's timed calls: seconds, whether the scheduler switched the calling thread out during
+    the call (another process took the CPU: the call's time then includes the wait), and the block
+    each call belongs to."""
+
+    def __init__(self) -> None:
+        self.times: list[float] = []
+        self.preempted: list[bool] = []
+        self.blocks: list[int] = []
+        self.block = -1
+
+    def add(self, seconds: float, preempted: bool) -> None:
+        self.times.append(seconds)
+        self.preempted.append(preempted)
+        self.blocks.append(self.block)
+
+    def open_block(self) -> None:
+        self.block += 1
+
+
 def steady(eager: Callable[..., Any], compiled: Callable[..., Any], target: Target) -> tuple[Summary, Summary]:
     """The steady state of both modes in alternating blocks, an eager block then a compiled one, each
     BLOCK_TIME of timed calls after BLOCK_WARMUP of untimed ones, for about MIN_RUN_TIME of timed calls
@@ -216,31 +240,41 @@ def steady(eager: Callable[..., Any], compiled: Callable[..., Any], target: Targ
     mode's code and data. On fixtures/timing/_model.py at one thread the first call of a block took
     2-3x a settled one and the third had settled; alternating single calls put 45-60 us on every call
     of both modes (eager 0.13 ms against 0.08 ms timed alone, which torch.utils.benchmark agrees with),
-    a cost no program running one mode pays. Each sample is still one call between two synchronised
-    clock reads, not a block of calls as `torch.utils.benchmark.Timer` takes: on a shared machine a
-    long block is likely to be preempted, a single call much less."""
+    a cost no program running one mode pays. Each sample is one call between two synchronised clock
+    reads, not a block of calls as `torch.utils.benchmark.Timer.blocked_autorange` takes: on a loaded
+    machine a block of 10-100 ms is preempted and its mean counts the wait for the CPU (at load 11 on
+    2 CPUs, 2-4x the single-call figure, which stayed within 10 % over repeats). A call during which
+    the scheduler switched the thread out is left out of the median (see `summary`)."""
     eager_inputs, compiled_inputs = clone((target.args, target.kwargs)), clone((target.args, target.kwargs))
-    eager_times: list[float] = []
-    compiled_times: list[float] = []
+    eager_samples, compiled_samples = Samples(), Samples()
     deadline = time.perf_counter() + 2 * (MIN_RUN_TIME + MIN_RUN_TIME / BLOCK_TIME * BLOCK_WARMUP)
-    while len(eager_times) < MIN_CALLS or (time.perf_counter() < deadline and len(eager_times) < MAX_CALLS):
+    while len(eager_samples.times) < MIN_CALLS or (
+        time.perf_counter() < deadline and len(eager_samples.times) < MAX_CALLS
+    ):
         with torch.compiler.set_stance("force_eager"):
-            block(eager, eager_inputs, eager_times)
-        block(compiled, compiled_inputs, compiled_times)
-    return summary(eager_times), summary(compiled_times)
+            block(eager, eager_inputs, eager_samples)
+        block(compiled, compiled_inputs, compiled_samples)
+    return summary(eager_samples), summary(compiled_samples)
 
 
-def block(fn: Callable[..., Any], inputs: tuple[tuple[Any, ...], dict[str, Any]], times: list[float]) -> None:
+def block(fn: Callable[..., Any], inputs: tuple[tuple[Any, ...], dict[str, Any]], samples: Samples) -> None:
     """One mode's block: untimed calls for BLOCK_WARMUP seconds (at least one), then timed calls
-    for BLOCK_TIME seconds (at least BLOCK_MIN_CALLS), appended to `times`."""
+    for BLOCK_TIME seconds (at least BLOCK_MIN_CALLS), added to `samples`."""
     warm = time.perf_counter() + BLOCK_WARMUP
     timed_call(fn, inputs)
     while time.perf_counter() < warm:
         timed_call(fn, inputs)
+    samples.open_block()
     spent, calls = 0.0, 0
-    while calls < BLOCK_MIN_CALLS or (spent < BLOCK_TIME and len(times) < MAX_CALLS):
-        times.append(timed_call(fn, inputs))
-        spent, calls = spent + times[-1], calls + 1
+    while calls < BLOCK_MIN_CALLS or (spent < BLOCK_TIME and len(samples.times) < MAX_CALLS):
+        switches = involuntary_switches()
+        seconds = timed_call(fn, inputs)
+        samples.add(seconds, involuntary_switches() != switches)
+        spent, calls = spent + seconds, calls + 1
+
+
+def involuntary_switches() -> int:
+    return resource.getrusage(RUSAGE_WHO).ru_nivcsw
 
 
 def timed_call(fn: Callable[..., Any], inputs: tuple[tuple[Any, ...], dict[str, Any]]) -> float:
@@ -250,14 +284,43 @@ def timed_call(fn: Callable[..., Any], inputs: tuple[tuple[Any, ...], dict[str, 
     return synced_clock() - start
 
 
-def summary(times: list[float]) -> Summary:
-    first, _, third = statistics.quantiles(times, n=4)
-    median = statistics.median(times)
+def summary(samples: Samples) -> Summary:
+    """The median of the calls the scheduler did not switch out (of all calls when fewer than
+    MIN_CALLS ran uninterrupted), its spread, and whether it can be trusted: not when more than
+    PREEMPTED_AT_MOST of the calls were switched out (on a machine this busy a call this long rarely
+    runs without waiting), nor when the blocks' medians disagree by more than BLOCKS_DISAGREE (the
+    machine changed under the measurement)."""
+    kept = [t for t, switched in zip(samples.times, samples.preempted, strict=True) if not switched]
+    if len(kept) < MIN_CALLS:
+        kept = samples.times
+    first, _, third = statistics.quantiles(kept, n=4)
+    median = statistics.median(kept)
+    per_block: dict[int, list[float]] = {}
+    for seconds, switched, index in zip(samples.times, samples.preempted, samples.blocks, strict=True):
+        if not switched or kept is samples.times:
+            per_block.setdefault(index, []).append(seconds)
+    medians = sorted(statistics.median(times) for times in per_block.values())
+    low, high = (medians[0], medians[-1]) if len(medians) < 4 else statistics.quantiles(medians, n=4)[::2]
+    preempted = sum(samples.preempted) / len(samples.times)
+    reasons = []
+    if preempted > PREEMPTED_AT_MOST:
+        reasons.append(f"{preempted:.0%} of its timed calls were preempted by other processes")
+    if low > 0 and high / low > BLOCKS_DISAGREE:
+        reasons.append(
+            f"its blocks disagree (quartiles of the {len(medians)} block medians {low * 1e3:.3g} and "
+            f"{high * 1e3:.3g} ms, {high / low:.2f}x apart)"
+        )
     return {
         "median_ms": median * 1e3,
         "iqr_ms": (third - first) * 1e3,
-        "calls": len(times),
+        "calls": len(samples.times),
+        "calls_used": len(kept),
         "noisy": median > 0 and (third - first) / median > NOISE,
+        "preempted": preempted,
+        "blocks": len(medians),
+        "block_spread": high / low if low > 0 else None,
+        "block_quartiles_ms": [low * 1e3, high * 1e3],
+        "unreliable": "; ".join(reasons) or None,
     }
 
 

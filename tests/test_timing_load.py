@@ -1,0 +1,73 @@
+"""The steady state on a machine other processes share, under real Dynamo: calls the scheduler
+switched out are left out of the median, and a figure that cannot be trusted says so.
+
+The scheduler is simulated (which calls were switched out is given), the calls are real: the
+fixture's block compiled by inductor, measured by `steady` as `--timing` does."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from compile_lint.confirm.measure import timing  # noqa: E402
+from compile_lint.confirm.run.targets import Target  # noqa: E402
+
+pytestmark = [pytest.mark.dynamo, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def block() -> Iterator[tuple[Any, Any, Target]]:
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.GELU(), torch.nn.Linear(256, 64)).eval()
+    x = torch.randn(32, 64)
+    compiled = torch.compile(model, backend="inductor")
+    compiled(x)
+    yield model, compiled, Target(model, (x,))
+    torch._dynamo.reset()
+
+
+def switched_out(monkeypatch: pytest.MonkeyPatch, every: int) -> None:
+    """The thread's involuntary switch count rises during every `every`-th timed call."""
+    state = {"reads": 0, "count": 0}
+
+    def read() -> int:
+        state["reads"] += 1
+        if state["reads"] % 2 == 0 and (state["reads"] // 2) % every == 0:  # the read after the call
+            state["count"] += 1
+        return state["count"]
+
+    monkeypatch.setattr(timing, "involuntary_switches", read)
+
+
+def test_calls_switched_out_are_left_out_and_counted(
+    block: tuple[Any, Any, Target], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    eager, compiled, target = block
+    switched_out(monkeypatch, every=4)
+    for figure in timing.steady(eager, compiled, target):
+        assert 0.2 < figure["preempted"] < 0.3  # one call in four, whichever mode
+        assert figure["calls_used"] == figure["calls"] - round(figure["preempted"] * figure["calls"])
+        assert figure["blocks"] >= 2 and figure["unreliable"] is None
+
+
+def test_a_figure_mostly_preempted_is_called_unreliable(
+    block: tuple[Any, Any, Target], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    eager, compiled, target = block
+    switched_out(monkeypatch, every=1)  # every call waited for the CPU: no median can be trusted
+    for figure in timing.steady(eager, compiled, target):
+        assert figure["preempted"] == 1.0 and figure["calls_used"] == figure["calls"]
+        assert figure["unreliable"] == "100% of its timed calls were preempted by other processes"
+
+
+def test_the_real_scheduler_is_read(block: tuple[Any, Any, Target]) -> None:
+    """Unpatched: the counts come from getrusage, so every field is filled and consistent."""
+    eager, compiled, target = block
+    for figure in timing.steady(eager, compiled, target):
+        assert 0.0 <= figure["preempted"] <= 1.0 and figure["calls_used"] <= figure["calls"]
+        low, high = figure["block_quartiles_ms"]
+        assert 0 < low <= high and figure["block_spread"] == pytest.approx(high / low)

@@ -51,7 +51,8 @@ def test_calls_switched_out_are_left_out_and_counted(
     for figure in timing.steady(eager, compiled, target):
         assert 0.2 < figure["preempted"] < 0.3  # one call in four, whichever mode
         assert figure["calls_used"] == figure["calls"] - round(figure["preempted"] * figure["calls"])
-        assert figure["blocks"] >= 2 and figure["unreliable"] is None
+        # a quarter preempted is not "mostly"; the blocks' spread is the real machine's and not asserted here
+        assert figure["blocks"] >= 2 and "preempted" not in (figure["unreliable"] or "")
 
 
 def test_a_figure_mostly_preempted_is_called_unreliable(

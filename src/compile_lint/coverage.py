@@ -71,10 +71,6 @@ UNCOVERED: dict[str, tuple[str, str]] = {
     "GB0049": (DYNAMIC_ONLY, "an op overload packet resolved at trace time"),
     "GB0050": (DYNAMIC_ONLY, "an `except` clause whose type is known only at run time"),
     "GB0051": (DYNAMIC_ONLY, "an `except` clause whose type is known only at run time"),
-    "GB0363": (
-        DYNAMIC_ONLY,
-        "an opaque object made mid-trace (corpus: a torch.Generator in torchsde)",
-    ),
     "GB8335": (
         NOT_YET,
         "a generator mutated before it is consumed (corpus: torchsde, gpytorch)",

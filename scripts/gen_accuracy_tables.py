@@ -16,6 +16,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from regenerate import write_or_check
+
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 FIGURES = ROOT / "bench" / "corpus" / "figures.json"
@@ -124,14 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as error:
         print(f"{README}: {error}", file=sys.stderr)
         return 2
-    if fresh == current:
-        return 0
-    if args.check:
-        print(f"{README}: the corpus tables are stale; run python scripts/gen_accuracy_tables.py", file=sys.stderr)
-        return 1
-    README.write_text(fresh, encoding="utf-8")
-    print(f"{README}: corpus tables updated")
-    return 0
+    return write_or_check(README, fresh, args.check, "gen_accuracy_tables.py")
 
 
 if __name__ == "__main__":

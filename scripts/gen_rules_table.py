@@ -10,6 +10,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from regenerate import write_or_check
+
 from compile_lint.docs import replace_rules_table
 
 README = Path(__file__).resolve().parent.parent / "README.md"
@@ -26,14 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as error:
         print(f"{args.readme}: {error}", file=sys.stderr)
         return 2
-    if fresh == current:
-        return 0
-    if args.check:
-        print(f"{args.readme}: the rules table is stale; run python scripts/gen_rules_table.py", file=sys.stderr)
-        return 1
-    args.readme.write_text(fresh, encoding="utf-8")
-    print(f"{args.readme}: rules table updated")
-    return 0
+    return write_or_check(args.readme, fresh, args.check, "gen_rules_table.py")
 
 
 if __name__ == "__main__":

@@ -20,6 +20,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
+from regenerate import write_or_check  # noqa: E402
+
 from compile_lint.config import Config  # noqa: E402
 from compile_lint.engine import lint  # noqa: E402
 from compile_lint.finding import Finding  # noqa: E402
@@ -163,16 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="only report whether the page is stale")
     args = parser.parse_args(argv)
-    fresh = render()
-    current = PAGE.read_text(encoding="utf-8") if PAGE.exists() else ""
-    if fresh == current:
-        return 0
-    if args.check:
-        print(f"{PAGE}: stale; run python scripts/gen_version_docs.py", file=sys.stderr)
-        return 1
-    PAGE.write_text(fresh, encoding="utf-8")
-    print(f"{PAGE}: updated")
-    return 0
+    return write_or_check(PAGE, render(), args.check, "gen_version_docs.py")
 
 
 if __name__ == "__main__":

@@ -63,7 +63,8 @@ def test_a_figure_mostly_preempted_is_called_unreliable(
     switched_out(monkeypatch, every=1)  # every call waited for the CPU: no median can be trusted
     for figure in timing.steady(eager, compiled, target):
         assert figure["preempted"] == 1.0 and figure["calls_used"] == figure["calls"]
-        assert figure["unreliable"] == "100% of its timed calls were preempted by other processes"
+        # the blocks' spread may add its own reason on a loaded machine; the preemption one comes first
+        assert (figure["unreliable"] or "").startswith("100% of its timed calls were preempted by other processes")
 
 
 def test_the_real_scheduler_is_read(block: tuple[Any, Any, Target]) -> None:

@@ -13,9 +13,10 @@ both bracketing measurements (two seconds each), with a 95 % confidence interval
 measured the machine: "reference unstable" is printed instead of a ratio. Beside it, `blocked_autorange`
 and `adaptive_autorange` with the calls per block they chose, before and after. They are no reference
 on a loaded machine: they choose 1, 10 or 100 calls per block from how their trial blocks were
-preempted, blocks of 10-100 calls are preempted and their means count the wait for the CPU, and
-adaptive_autorange, at one call per block, sorts every time so far and runs torch's quantiles between
-blocks, so each call starts with cold caches (2.4x timeit(1) on the block's eager call at load 5).
+preempted, and blocks of 10-100 calls are preempted and their means count the wait for the CPU
+(2-9x timeit(1) at load 6 on 2 CPUs). adaptive_autorange at one call per block read 1.2-2.3x timeit(1)
+in the same child: between blocks it sorts every time so far and runs torch's quantiles, which we take
+to leave the next call its caches to refill (not measured apart).
 Each ratio is reference / compile-lint; the goal is 0.7-1.3 (within 30 %), or compile-lint calling its
 figure unreliable.
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import runpy
 import subprocess
 import sys
 from pathlib import Path
@@ -20,16 +21,21 @@ from rich.console import Console
 import headless
 from fixture_support import ROOT
 
-pytest.importorskip("torch")
+torch = pytest.importorskip("torch")
 
-from compile_lint.confirm.session import TargetReport
-from compile_lint.reporters import timing_text
+from compile_lint.confirm.measure import timing  # noqa: E402
+from compile_lint.confirm.measure.measure import _attach, timing_warnings  # noqa: E402
+from compile_lint.confirm.run.targets import Target  # noqa: E402
+from compile_lint.confirm.session import TargetReport  # noqa: E402
+from compile_lint.reporters import html, json_report, timing_text  # noqa: E402
 
 pytestmark = [pytest.mark.dynamo, pytest.mark.slow]
 
 BROKEN, FIXED = "fixtures/timing/_model.py", "fixtures/timing/_model_fixed.py"
 ARTIFACTS = ROOT / "test-artifacts"  # ignored by git; CI keeps the screenshot here
 STEADIER = {**os.environ, "OMP_NUM_THREADS": "1"}  # one thread per worker: less noise on a shared 2-core box
+USABLE = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+LOADED = USABLE + 2.5  # a load average the test gives the measurement, above the usable CPUs whatever the real one
 
 
 def run_cli(name: str, *args: str) -> tuple[int, dict[str, Any], str]:
@@ -50,7 +56,8 @@ def run_cli(name: str, *args: str) -> tuple[int, dict[str, Any], str]:
 
 
 def target(report: dict[str, Any], label: str) -> dict[str, Any]:
-    (found,) = [t for t in report["environment"]["targets"] if t["label"] == label]
+    targets: list[dict[str, Any]] = report["environment"]["targets"]
+    (found,) = [t for t in targets if t["label"] == label]
     return found
 
 
@@ -200,3 +207,72 @@ def test_repro_dir_has_a_timing_script_that_runs(broken: tuple[dict[str, Any], P
     assert process.returncode == 0, process.stderr
     assert "speed-up:" in process.stdout and "outputs agree" in process.stdout
     assert "_model.py:19" in process.stderr  # TORCH_LOGS=graph_breaks shows the break
+
+
+@pytest.fixture(scope="module")
+def measured_loaded(tmp_path_factory: pytest.TempPathFactory) -> TargetReport:
+    """The fixture's block measured as `--timing --threads 1` measures it (real Dynamo, inductor, in this
+    process), with the load average read as LOADED; joined to its report as the host joins a worker's run."""
+    model, args = runpy.run_path(str(ROOT / BROKEN))["make_one"]()
+    threads = torch.get_num_threads()
+    trace = tmp_path_factory.mktemp("loaded") / "trace.json"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(timing, "load_average", lambda: (LOADED, LOADED, LOADED))
+        try:
+            run = timing.measure_target([Target(model, args)], "inductor", {"threads": 1}, set(), trace)
+        finally:
+            torch.set_num_threads(threads)  # the measurement set one thread for this whole process
+            torch._dynamo.reset()
+    report = TargetReport(f"{BROKEN}:make_one [Block]", "ok")
+    _attach(report, {"outcome": "ok", **run}, [], {}, None, {})
+    return report
+
+
+def test_a_machine_loaded_above_its_cpus_is_warned_of_in_json_text_and_html(
+    measured_loaded: TargetReport, tmp_path: Path
+) -> None:
+    assert measured_loaded.timing is not None
+    machine = measured_loaded.timing["machine"]
+    assert machine["load_average"][0] == machine["load_average_after"][0] == LOADED and machine["threads"] == 1
+    expected = f"load average {LOADED:.2f} above the {USABLE} usable CPUs: measured with one thread"
+    warnings = measured_loaded.timing["warnings"]
+    assert [w for w in warnings if w.startswith(expected)], warnings
+    document = json.loads(json_report.render([], {"targets": [vars(measured_loaded)]}))
+    assert document["environment"]["targets"][0]["timing"]["warnings"] == warnings
+    console = Console(record=True, width=400)
+    timing_text.render(console, [measured_loaded])
+    text = console.export_text()
+    assert f"{measured_loaded.label}: warning: {expected}" in text
+    page = html.write(tmp_path / "out", [measured_loaded], [], {}).read_text()
+    assert f"<p class=warn>Warning: {expected}" in page
+    # The reporters print the recorded warnings, they do not work them out again.
+    quiet = TargetReport(measured_loaded.label, "ok", timing={**measured_loaded.timing, "warnings": []})
+    console = Console(record=True, width=400)
+    timing_text.render(console, [quiet])
+    assert "warning:" not in console.export_text()
+    assert "class=warn>Warning" not in html.write(tmp_path / "quiet", [quiet], [], {}).read_text()
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "warned"),
+    [
+        (USABLE - 0.5, USABLE - 0.5, False),
+        (USABLE, USABLE, False),  # at the CPU count, not above it
+        (USABLE + 0.01, USABLE - 1, True),
+        (USABLE - 1, USABLE + 0.01, True),  # the load rose during the steady state
+    ],
+)
+def test_the_load_recorded_is_warned_of_exactly_when_it_is_above_the_usable_cpus(
+    measured_loaded: TargetReport, monkeypatch: pytest.MonkeyPatch, before: float, after: float, warned: bool
+) -> None:
+    assert measured_loaded.timing is not None
+    monkeypatch.setattr(timing, "load_average", lambda: (after, after, after))
+    machine = timing.machine((before, before, before), 1)  # read as the measurement reads it after its steady state
+    assert machine["load_average"][0] == before and machine["load_average_after"][0] == after
+    assert machine["cpus_usable"] == USABLE
+    recorded = {**measured_loaded.timing, "machine": machine}
+    loaded = [w for w in timing_warnings(recorded) if w.startswith("load average")]
+    assert bool(loaded) is warned
+    if warned:  # one warning, the higher of the two readings against the CPUs the process may use
+        (warning,) = loaded
+        assert warning.startswith(f"load average {max(before, after):.2f} above the {USABLE} usable CPUs")

@@ -141,7 +141,7 @@ def test_outputs_that_could_not_be_compared_are_not_called_a_difference(tmp_path
 
 
 def test_a_loaded_machine_and_measurements_that_disagree_are_said_plainly(tmp_path: Path) -> None:
-    from compile_lint.confirm.measure.measure import disagreement
+    from compile_lint.confirm.measure.measure import disagreement, timing_warnings
 
     report = measured()
     assert report.timing is not None and report.coverage is not None
@@ -152,6 +152,7 @@ def test_a_loaded_machine_and_measurements_that_disagree_are_said_plainly(tmp_pa
     report.timing["input_sets"][0]["median_ms"] = 0.5
     report.coverage["step_ms"] = 0.1  # the steady state said 0.5 ms: 5x apart
     report.timing["disagreement"] = disagreement(report.timing, report.coverage)
+    report.timing["warnings"] = timing_warnings(report.timing)
     assert report.timing["disagreement"]["ratio"] == 5.0
     console = Console(record=True, width=400)
     timing_text.render(console, [report])
@@ -167,17 +168,19 @@ def test_a_loaded_machine_and_measurements_that_disagree_are_said_plainly(tmp_pa
 
 
 def test_a_loaded_machine_measured_with_one_thread_is_said_too() -> None:
+    from compile_lint.confirm.measure.measure import timing_warnings
+
     report = measured()
     assert report.timing is not None
     report.timing["machine"] = {
         "load_average": [6.1, 4.0, 3.1], "load_average_after": [5.9, 4.1, 3.1], "cpus": 2, "cpus_usable": 2,
         "threads": 1, "threads_from": "--threads", "interop_threads": 2,
     }  # fmt: skip
-    (warning,) = timing_text.timing_warnings(report.timing)
+    (warning,) = timing_warnings(report.timing)
     assert warning.startswith("load average 6.10 above the 2 usable CPUs: measured with one thread")
     assert "compare the speed-up" in warning
     report.timing["machine"]["load_average"][0] = report.timing["machine"]["load_average_after"][0] = 1.5
-    assert timing_text.timing_warnings(report.timing) == []  # below the CPUs: nothing to say
+    assert timing_warnings(report.timing) == []  # below the CPUs: nothing to say
 
 
 def test_threads_option_reaches_the_measurement() -> None:

@@ -20,7 +20,6 @@ from compile_lint.reporters.timing_text import (
     machine_line,
     ms,
     spread_line,
-    timing_warnings,
 )
 
 if TYPE_CHECKING:
@@ -78,7 +77,7 @@ def section(target: TargetReport) -> str:
     parts.append(f"<p class=muted>{escape(machine_line(timing))}</p>")
     if "preempted" in timing["eager"]:
         parts.append(f"<p class=muted>{escape(spread_line(timing))}</p>")
-    parts += [f"<p class=warn>Warning: {escape(warning)}</p>" for warning in timing_warnings(timing)]
+    parts += [f"<p class=warn>Warning: {escape(warning)}</p>" for warning in timing.get("warnings", [])]
     parts.append("<h3>Eager vs compiled, median per call</h3>")
     parts.append(bars([("eager", timing["eager"]["median_ms"]), ("compiled", timing["compiled"]["median_ms"])]))
     if coverage and "error" not in coverage:

@@ -83,7 +83,7 @@ def render_speed(console: Console, targets: list[TargetReport]) -> None:
         notes.append(Text(f"  {target.label}: {machine_line(timing)}", style="dim"))
         if "preempted" in eager:
             notes.append(Text(f"  {target.label}: {spread_line(timing)}", style="dim"))
-        for warning in timing_warnings(timing):
+        for warning in timing.get("warnings", []):  # measure.py's timing_warnings
             notes.append(Text(f"  {target.label}: warning: {warning}", style="bold yellow"))
         if agreement["ok"] is False:
             notes.append(Text(f"  {target.label}: outputs differ: {agreement['message']}", style="red"))
@@ -118,38 +118,6 @@ def spread_line(timing: dict[str, Any]) -> str:
             f"of the median, {figure['blocks']} blocks (quartiles of their medians {ms(low)}, {ms(high)})"
         )
     return "steady state: " + "; ".join(parts)
-
-
-def timing_warnings(timing: dict[str, Any]) -> list[str]:
-    """Plain warnings: a steady-state figure that cannot be trusted, measurements of one call that
-    disagree, a load above the CPUs (with several threads the timings may measure the machine; with
-    one, every call is slower than on an idle one)."""
-    warnings = []
-    for mode in ("eager", "compiled"):
-        if timing[mode].get("unreliable"):
-            warnings.append(
-                f"the {mode} time ({ms(timing[mode]['median_ms'])}) could not be measured reliably: "
-                f"{timing[mode]['unreliable']}; it and the speed-up measure the machine, not the model: rerun "
-                "when the machine is less busy"
-            )
-    if timing.get("disagreement"):
-        warnings.append(timing["disagreement"]["message"])
-    machine = timing.get("machine")
-    if not machine:
-        return warnings
-    load, cpus = max(machine["load_average"][0], machine["load_average_after"][0]), machine["cpus_usable"]
-    if load > cpus and machine["threads"] > 1:
-        warnings.append(
-            f"load average {load:.2f} above the {cpus} usable CPUs while {machine['threads']} threads compete "
-            "for them: the timings may measure the machine; --threads 1 is what it can measure"
-        )
-    elif load > cpus:
-        warnings.append(
-            f"load average {load:.2f} above the {cpus} usable CPUs: measured with one thread, which such a machine "
-            "can measure, but other processes share its caches and memory, so every call runs slower than on an "
-            "idle machine; compare the speed-up (both modes measured in this run), not the times across runs"
-        )
-    return warnings
 
 
 def agreement_cell(agreement: dict[str, Any]) -> Text:

@@ -3,7 +3,8 @@ fresh worker (so its first compile is the process's first), with backend inducto
 `--backend` names another compiler: timing the eager backend would measure nothing.
 
 Results land on each target's report (`timing`, `coverage`); each measured break is joined to the
-static finding on its line, and the Chrome trace is kept beside the `--html` page.
+static finding on its line, and the Chrome trace is kept beside the `--html` page. What makes the
+timings doubtful is said here once, as `timing.warnings`, which every reporter prints as it is.
 """
 
 from __future__ import annotations
@@ -130,6 +131,7 @@ def _attach(
     report.timing = {**run["timing"], "backend": run["backend"], "mode": run["mode"], "setup": run["setup"]}
     report.timing["environment"] = {k: environment.get(k) for k in ("python", "torch", "device", "cuda_version")}
     report.timing["disagreement"] = disagreement(run["timing"], run.get("coverage"))
+    report.timing["warnings"] = timing_warnings(report.timing)
     coverage = run.get("coverage")
     if coverage is None:
         return
@@ -216,3 +218,40 @@ def disagreement(timing: dict[str, Any], coverage: dict[str, Any] | None) -> dic
         "message": f"the same compiled call measured {shown}: {high / low:.1f}x apart, so these timings measure the "
         f"machine, not the model: {why}; {advice} and compare the speed-up only between runs that agree",
     }
+
+
+def timing_warnings(timing: dict[str, Any]) -> list[str]:
+    """Plain warnings: a steady-state figure that cannot be trusted, measurements of one call that
+    disagree, a load above the usable CPUs (with several threads the timings may measure the machine;
+    with one, every call is slower than on an idle one)."""
+    warnings = []
+    for mode in ("eager", "compiled"):
+        if timing[mode].get("unreliable"):
+            warnings.append(
+                f"the {mode} time ({timing[mode]['median_ms']:.3g} ms) could not be measured reliably: "
+                f"{timing[mode]['unreliable']}; it and the speed-up measure the machine, not the model: rerun "
+                "when the machine is less busy"
+            )
+    if timing.get("disagreement"):
+        warnings.append(timing["disagreement"]["message"])
+    machine = timing.get("machine")
+    if machine:
+        warnings += load_warnings(machine)
+    return warnings
+
+
+def load_warnings(machine: dict[str, Any]) -> list[str]:
+    """The higher load average read (before or after the steady state) against the usable CPUs."""
+    load, cpus = max(machine["load_average"][0], machine["load_average_after"][0]), machine["cpus_usable"]
+    if load <= cpus:
+        return []
+    if machine["threads"] > 1:
+        return [
+            f"load average {load:.2f} above the {cpus} usable CPUs while {machine['threads']} threads compete "
+            "for them: the timings may measure the machine; --threads 1 is what it can measure"
+        ]
+    return [
+        f"load average {load:.2f} above the {cpus} usable CPUs: measured with one thread, which such a machine "
+        "can measure, but other processes share its caches and memory, so every call runs slower than on an "
+        "idle machine; compare the speed-up (both modes measured in this run), not the times across runs"
+    ]

@@ -114,7 +114,7 @@ def measure_target(
     clear_compilation_metrics()
     fn = compile_target(primary, backend, options.get("mode"))
     result: dict[str, Any] = {"backend": backend, "mode": options.get("mode") or "default", "setup": setup(primary)}
-    load_before = os.getloadavg()
+    load_before = load_average()
     with capture_dynamo_log() as log, compile_ids(log) as ids:
         compiled_out, compiled_first = first_call(fn, primary)
         first_compiles = compile_records(take_metrics())
@@ -149,13 +149,18 @@ def machine(load_before: tuple[float, float, float], asked: int | None) -> dict[
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return {
         "load_average": list(load_before),
-        "load_average_after": list(os.getloadavg()),
+        "load_average_after": list(load_average()),
         "cpus": os.cpu_count(),
         "cpus_usable": usable,
         "threads": torch.get_num_threads(),
         "threads_from": "--threads" if asked else "torch's default",
         "interop_threads": torch.get_num_interop_threads(),
     }
+
+
+def load_average() -> tuple[float, float, float]:
+    """The system's load average over 1, 5 and 15 minutes (runnable and waiting processes)."""
+    return os.getloadavg()
 
 
 def compile_target(target: Target, backend: str, mode: str | None) -> Callable[..., Any]:

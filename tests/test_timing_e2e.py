@@ -270,6 +270,7 @@ def test_the_load_recorded_is_warned_of_exactly_when_it_is_above_the_usable_cpus
     machine = timing.machine((before, before, before), 1)  # read as the measurement reads it after its steady state
     assert machine["load_average"][0] == before and machine["load_average_after"][0] == after
     assert machine["cpus_usable"] == USABLE
+    assert machine["cpu_affinity"] == (sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None)
     recorded = {**measured_loaded.timing, "machine": machine}
     loaded = [w for w in timing_warnings(recorded) if w.startswith("load average")]
     assert bool(loaded) is warned

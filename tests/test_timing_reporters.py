@@ -146,8 +146,8 @@ def test_a_loaded_machine_and_measurements_that_disagree_are_said_plainly(tmp_pa
     report = measured()
     assert report.timing is not None and report.coverage is not None
     report.timing["machine"] = {
-        "load_average": [5.2, 4.0, 3.1], "load_average_after": [5.6, 4.1, 3.1], "cpus": 2, "cpus_usable": 2,
-        "threads": 2, "threads_from": "torch's default", "interop_threads": 2,
+        "load_average": [5.2, 4.0, 3.1], "load_average_after": [5.6, 4.1, 3.1], "cpus": 4, "cpus_usable": 2,
+        "cpu_affinity": [1, 3], "threads": 2, "threads_from": "torch's default", "interop_threads": 2,
     }  # fmt: skip
     report.timing["input_sets"][0]["median_ms"] = 0.5
     report.coverage["step_ms"] = 0.1  # the steady state said 0.5 ms: 5x apart
@@ -158,6 +158,7 @@ def test_a_loaded_machine_and_measurements_that_disagree_are_said_plainly(tmp_pa
     timing_text.render(console, [report])
     text = console.export_text()
     assert "measured with 2 threads (torch's default), load average 5.20, 4.00, 3.10" in text
+    assert "2 usable CPUs (CPUs 1, 3) of 4" in text
     assert "warning: the same compiled call measured steady state 0.5 ms, profiled step 0.1 ms" in text
     assert "5.0x apart" in text and "load average 5.20 on 2 usable CPUs" in text and "rerun with --threads 1" in text
     assert "load average 5.60 above the 2 usable CPUs while 2 threads compete" in text

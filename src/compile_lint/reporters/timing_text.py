@@ -101,9 +101,12 @@ def machine_line(timing: dict[str, Any]) -> str:
     load = ", ".join(f"{value:.2f}" for value in machine["load_average"])
     after = machine["load_average_after"][0]
     threads = machine["threads"]
+    affinity = machine.get("cpu_affinity")
+    pinned = f" (CPUs {', '.join(map(str, affinity))})" if affinity else ""
     return (
         f"measured with {threads} thread{'s' * (threads != 1)} ({machine['threads_from']}), load average {load} "
-        f"(1, 5, 15 min; {after:.2f} after the steady state), {machine['cpus_usable']} usable CPUs of {machine['cpus']}"
+        f"(1, 5, 15 min; {after:.2f} after the steady state), {machine['cpus_usable']} usable CPUs{pinned} "
+        f"of {machine['cpus']}"
     )
 
 

@@ -146,12 +146,13 @@ def measure_target(
 def machine(load_before: tuple[float, float, float], asked: int | None) -> dict[str, Any]:
     """What the machine was doing: the load average (1, 5, 15 minutes) when the measurement started
     and after the steady state, the CPUs this process may run on, and the threads used (and why)."""
-    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    affinity = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
     return {
         "load_average": list(load_before),
         "load_average_after": list(load_average()),
         "cpus": os.cpu_count(),
-        "cpus_usable": usable,
+        "cpus_usable": len(affinity) if affinity is not None else os.cpu_count(),
+        "cpu_affinity": affinity,
         "threads": torch.get_num_threads(),
         "threads_from": "--threads" if asked else "torch's default",
         "interop_threads": torch.get_num_interop_threads(),

@@ -17,7 +17,7 @@ from compile_lint.analysis.annotations import annotation_value
 from compile_lint.analysis.flow import Env, Flow
 from compile_lint.analysis.index import COMPILE, DISABLE, ClassInfo, FileIndex, FunctionInfo
 from compile_lint.analysis.names import ImportMap, dotted
-from compile_lint.analysis.nodes import iter_nodes
+from compile_lint.analysis.nodes import iter_nodes, string_value
 from compile_lint.analysis.packages import installed_source, relative_module, rooted_source, sibling_source
 from compile_lint.analysis.tensors import (
     RETURNS_SELF,
@@ -274,7 +274,7 @@ class Program:
             if isinstance(target, cst.Name) and target.value == name:
                 if not isinstance(value, cst.Dict):
                     return None
-                strings = [e.value.evaluated_value for e in value.elements if isinstance(e, cst.DictElement)
+                strings = [string_value(e.value) for e in value.elements if isinstance(e, cst.DictElement)
                            and isinstance(e.value, cst.SimpleString)]  # fmt: skip
                 return [s for s in strings if isinstance(s, str)] if len(strings) == len(value.elements) else None
         return None

@@ -965,8 +965,9 @@ def _container_value(name: str, node: cst.Call, facts: TensorFacts) -> Value:
 
 def _field_names(node: cst.BaseExpression) -> tuple[str, ...]:
     """`"a, b c"` or `["a", "b"]`: a namedtuple's fields, when written as literals."""
-    if isinstance(node, cst.SimpleString) and isinstance(string_value(node), str):
-        return tuple(string_value(node).replace(",", " ").split())
+    text = string_value(node) if isinstance(node, cst.SimpleString) else None
+    if isinstance(text, str):
+        return tuple(text.replace(",", " ").split())
     if isinstance(node, (cst.List, cst.Tuple)):
         names = [string_value(e.value) for e in node.elements if isinstance(e.value, cst.SimpleString)]
         return tuple(n for n in names if isinstance(n, str)) if len(names) == len(node.elements) else ()

@@ -44,9 +44,9 @@ def _compared_with_string(test: cst.BaseExpression, name: str) -> bool:
 def _example_flag(test: cst.BaseExpression, name: str) -> str:
     """`is_train = mode == "train"` for a test comparing `mode` with "train"."""
     literal = next((n for n in iter_nodes(test) if isinstance(n, cst.SimpleString)), None)
-    if not isinstance(literal, cst.SimpleString) or not isinstance(string_value(literal), str):
+    value = string_value(literal) if isinstance(literal, cst.SimpleString) else None
+    if literal is None or not isinstance(value, str):
         return f'e.g. `{name}_flag = {name} == "..."`'
-    value = string_value(literal)
     flag = f"is_{value}" if value.isidentifier() else f"{name}_flag"
     return f"e.g. `{flag} = {name} == {literal.value}`"
 

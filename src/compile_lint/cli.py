@@ -52,9 +52,30 @@ def _globs(value: str) -> list[str]:
     return [glob.strip() for glob in value.split(",") if glob.strip()]
 
 
+def help_formatter(prog: str) -> argparse.HelpFormatter:
+    """argparse's formatter at the width it would choose itself, without the `shutil` import it makes for
+    that (it builds a formatter for every option added, so every run paid for it)."""
+    return argparse.HelpFormatter(prog, width=terminal_columns() - 2)
+
+
+def terminal_columns() -> int:
+    """`shutil.get_terminal_size().columns`: $COLUMNS, else the terminal's width, else 80."""
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="compile-lint",
+        formatter_class=help_formatter,
         description="Find torch.compile graph breaks and recompiles before you profile. "
         "Also: `compile-lint rules` lists the rules, `compile-lint rule TCL101` explains one, "
         "`compile-lint lsp` runs the language server, `compile-lint demo` shows it all on a small model.",

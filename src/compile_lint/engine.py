@@ -423,24 +423,38 @@ def _create_secret(path: Path) -> None:
 
 
 @contextmanager
-def _without_cycle_collection() -> Iterator[None]:
+def _without_cycle_collection(freeze: bool = False) -> Iterator[None]:
     """Every tree stays alive until the project is done, and the cycle collector would rescan those
-    millions of objects again and again (measured: a third of the analysis); they hold no cycles."""
+    millions of objects again and again (measured: a third of the analysis); they hold no cycles.
+
+    `freeze`, for the command line and flake8's processes, which end after their files: what the block
+    allocated leaves the collector's sight for good (`gc.freeze`) instead of being scanned once when
+    collection resumes and again at interpreter exit (measured on 10 transformers files: 0.4 s and 2 s
+    of a 6.6 s run). Frozen objects are still freed when their last reference goes; a reference cycle
+    would not be, and a run leaves none (`nodes.string_value` replaces libcst's `evaluated_value`, whose
+    `ast.literal_eval` left one per call). Not for the language server, which runs for hours."""
     enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
+        if freeze:
+            gc.freeze()
         if enabled:
             gc.enable()
 
 
 def analyze(
-    items: list[tuple[str, bytes]], options: Options, limits: Limits = DEFAULT_LIMITS, jobs: int = 1
+    items: list[tuple[str, bytes]],
+    options: Options,
+    limits: Limits = DEFAULT_LIMITS,
+    jobs: int = 1,
+    freeze: bool = False,
 ) -> list[Finding]:
     """Findings of the files as one project (no noqa or select filtering): each file parsed (in `jobs`
-    processes, or read from the index cache), then the cross-file phase over all of them."""
-    with _without_cycle_collection():  # also while parsing: the trees parsed so far would be rescanned
+    processes, or read from the index cache), then the cross-file phase over all of them. `freeze`: see
+    `_without_cycle_collection`."""
+    with _without_cycle_collection(freeze):  # also while parsing: the trees parsed so far would be rescanned
         indexes, errors = parse_all(items, limits, jobs)
         return project_findings(indexes, errors, options)
 
@@ -847,12 +861,18 @@ def lint(paths: list[str], config: Config, jobs: int = 1, use_cache: bool = True
     files, unlisted = find_files(paths, config)
     options, limits = options_of(config), limits_of(config)
     items, unread = read_all(files)
-    findings, cached = cached_analysis(items, options, limits, config.root if use_cache else None, jobs)
+    root = config.root if use_cache else None
+    findings, cached = cached_analysis(items, options, limits, root, jobs, freeze=True)  # the CLI's run ends
     return LintResult(apply_filters(unlisted + unread + findings, config, items), len(files), len(items) * cached)
 
 
 def cached_analysis(
-    items: list[tuple[str, bytes]], options: Options, limits: Limits, root: Path | None, jobs: int = 1
+    items: list[tuple[str, bytes]],
+    options: Options,
+    limits: Limits,
+    root: Path | None,
+    jobs: int = 1,
+    freeze: bool = False,
 ) -> tuple[list[Finding], bool]:
     """`analyze`, answered from the findings cache of `root` (None: no cache) when the files and every file
     the analysis read from are unchanged; and whether it was. Shared by the CLI and the flake8 plugin."""
@@ -863,7 +883,7 @@ def cached_analysis(
         return findings, True
     indexes = use_index_cache(root, options.torch_version)
     indexes.sources.clear()
-    findings = analyze(items, options, limits, jobs)
+    findings = analyze(items, options, limits, jobs, freeze)
     if store is not None:
         store.put(key, findings, dict(indexes.sources))
     return findings, False

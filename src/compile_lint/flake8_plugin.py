@@ -73,7 +73,7 @@ class CompileLintPlugin:
         options, limits = options_of(config), limits_of(config)
         data = _as_read(text)
         if data is not None:  # what `compile-lint` would analyse from a file holding these bytes
-            findings, _ = cached_analysis([(path, data)], options, limits, config.root)
+            findings, _ = cached_analysis([(path, data)], options, limits, config.root, freeze=True)
         else:
             use_index_cache(config.root, options.torch_version)
             parsed = parse_source(path, text, limits)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from compile_lint.analysis.names import ImportMap
+from compile_lint.analysis.nodes import string_value
 from compile_lint.analysis.values import (
     BOOL_VALUE,
     FLOAT_VALUE,
@@ -123,7 +124,7 @@ def _generic(node: cst.Subscript, imports: ImportMap) -> Value:
 
 
 def _string_annotation(node: cst.SimpleString | cst.ConcatenatedString, imports: ImportMap) -> Value:
-    text = node.evaluated_value
+    text = string_value(node) if isinstance(node, cst.SimpleString) else node.evaluated_value
     if not isinstance(text, str):
         return UNKNOWN_VALUE
     try:

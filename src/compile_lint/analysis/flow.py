@@ -20,7 +20,7 @@ import libcst as cst
 from compile_lint.analysis.annotations import annotation_value
 from compile_lint.analysis.index import FileIndex, FunctionInfo
 from compile_lint.analysis.names import dotted
-from compile_lint.analysis.nodes import children
+from compile_lint.analysis.nodes import children, string_value
 from compile_lint.analysis.tensors import CallTarget, TensorFacts, class_names, combine, param_names
 from compile_lint.analysis.values import (
     BOOL_VALUE,
@@ -202,7 +202,7 @@ class Flow:
         receiver = value.func.value
         args = value.args
         if method in REGISTER and _is_self(receiver) and args and isinstance(args[0].value, cst.SimpleString):
-            name = args[0].value.evaluated_value
+            name = string_value(args[0].value)
             if isinstance(name, str) and self.facts.self_class is not None:
                 self.program.record_attribute(self.facts.self_class, name, TENSOR_VALUE)
         elif method in GROWING and args and isinstance(receiver, (cst.Name, cst.Attribute)):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 from collections.abc import Iterator
 
@@ -78,3 +79,11 @@ def iter_nodes(root: cst.CSTNode, prune: tuple[type[cst.CSTNode], ...] = ()) -> 
         if prune and node is not root and isinstance(node, prune):
             continue
         pending.extend(reversed(children(node)))
+
+
+def string_value(node: cst.SimpleString) -> str | bytes:
+    """`node.evaluated_value`, from Python's parser instead of `ast.literal_eval`: each call of that leaves a
+    reference cycle (its nested functions), garbage that a run freezing the collector would keep (`engine`)."""
+    constant = ast.parse(node.value, mode="eval").body
+    assert isinstance(constant, ast.Constant) and isinstance(constant.value, (str, bytes))
+    return constant.value

@@ -43,7 +43,12 @@ def sibling_source(path: str, written: str) -> str | None:
 
 def rooted_source(path: str, module: str, written: str) -> str | None:
     """An absolute module found next to the importing file's top package (`src/` layouts, scripts run
-    from their folder): `pkg.utils` imported by `src/pkg/models/bert.py` (module `pkg.models.bert`)."""
+    from their folder): `pkg.utils` imported by `src/pkg/models/bert.py` (module `pkg.models.bert`).
+
+    Never a modelled package: a file installed in site-packages has every installed package next to its
+    own (transformers' `kernels` integration imports `torch`, which was read from source that way)."""
+    if written.split(".", 1)[0] in MODELLED:
+        return None
     depth = len(module.split(".")) if module else 1
     if Path(path).name == "__init__.py":
         depth += 1

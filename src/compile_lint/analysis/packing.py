@@ -5,15 +5,23 @@ of its own, unpickled the first time something reads that function's tree.
 A run over a few files reads the indexes of every module they import from (the package's base classes
 and utilities) but walks only the functions the compiled regions reach: the bodies of the others are
 never unpickled, and stay bytes in memory.
+
+Whitespace is over half of a tree's nodes (`SimpleWhitespace(" ")` around every comma and operator), all
+alike: it is pickled as a call of `shared_whitespace`, which gives every equal node the same instance, so
+an entry is smaller, loading it builds no new whitespace node, and the trees of a run share theirs. (No
+analysis keeps a whitespace node by identity; a comment is never shared.)
 """
 
 from __future__ import annotations
 
+import copyreg
+import io
 import pickle
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
 from compile_lint.analysis.nodes import iter_nodes
 
@@ -46,13 +54,13 @@ def pack_index(index: FileIndex) -> bytes:
     placeholder = cst.SimpleStatementSuite(body=[cst.Expr(cst.Ellipsis())])
     was_packed = index.packed
     with deep_recursion():
-        blobs = [pickle.dumps(body, protocol=pickle.HIGHEST_PROTOCOL) for body in bodies]
+        blobs = [_dumps(body) for body in bodies]
         try:
             for info, blob in zip(packable, blobs, strict=True):
                 _set_body(info.definition, placeholder)
                 info.packed_body = blob
             index.packed = was_packed or bool(packable)
-            return pickle.dumps(index, protocol=pickle.HIGHEST_PROTOCOL)
+            return _dumps(index)
         finally:
             for info, body in zip(packable, bodies, strict=True):
                 _set_body(info.definition, body)
@@ -86,3 +94,39 @@ def _held_nodes(index: FileIndex) -> set[int]:
 
 def _set_body(node: object, body: object) -> None:
     object.__setattr__(node, "body", body)  # libcst nodes are frozen dataclasses; identity must stay
+
+
+@cache
+def shared_whitespace(kind: type, *fields: object) -> object:
+    """The one node of this kind with these fields (whitespace nodes and strings, themselves shared)."""
+    return kind(*fields)
+
+
+def _dumps(value: object) -> bytes:
+    stream = io.BytesIO()
+    pickler = pickle.Pickler(stream, protocol=pickle.HIGHEST_PROTOCOL)
+    pickler.dispatch_table = _whitespace_reducers()
+    pickler.dump(value)
+    return stream.getvalue()
+
+
+@cache
+def _whitespace_reducers() -> dict[type, Callable[[Any], Any]]:
+    """copyreg's table plus a reducer for each whitespace node kind: `shared_whitespace` and its fields,
+    or the node's own reduction when it holds a comment."""
+    import libcst as cst
+
+    def reducer(*names: str) -> Callable[[Any], Any]:
+        def reduce(node: Any) -> Any:
+            if getattr(node, "comment", None) is not None:
+                return node.__reduce_ex__(pickle.HIGHEST_PROTOCOL)
+            return shared_whitespace, (type(node), *(getattr(node, name) for name in names))
+
+        return reduce
+
+    table: dict[type, Callable[[Any], Any]] = dict(copyreg.dispatch_table)
+    table[cst.SimpleWhitespace] = reducer("value")
+    table[cst.Newline] = reducer("value")
+    table[cst.TrailingWhitespace] = reducer("whitespace", "comment", "newline")
+    table[cst.EmptyLine] = reducer("indent", "whitespace", "comment", "newline")
+    return table

@@ -17,7 +17,7 @@ from compile_lint.analysis.annotations import annotation_value
 from compile_lint.analysis.flow import Env, Flow
 from compile_lint.analysis.index import COMPILE, DISABLE, ClassInfo, FileIndex, FunctionInfo
 from compile_lint.analysis.names import ImportMap, dotted
-from compile_lint.analysis.nodes import iter_nodes
+from compile_lint.analysis.nodes import iter_nodes, string_value
 from compile_lint.analysis.packages import installed_source, relative_module, rooted_source, sibling_source
 from compile_lint.analysis.tensors import (
     RETURNS_SELF,
@@ -87,6 +87,8 @@ class Program:
         self._none_checks: dict[FunctionKey, str | None] = {}
         self._missing_modules: set[str] = set()
         self._module_files: dict[str, FileIndex | None] = {}
+        self._module_lookups: dict[tuple[str, str], FileIndex | None] = {}  # by module as written and importer
+        self._mros: dict[ClassKey, list[ClassKey]] = {}
         self._imports: dict[tuple[str, str], Value | None] = {}
         self._closures: dict[FunctionKey, Env] = {}
         for info in list(self._functions.values()):
@@ -155,7 +157,14 @@ class Program:
 
     # -- modules and names ---------------------------------------------------------------------------
     def file_for_module(self, module: str, importer: str) -> FileIndex | None:
-        """The file of `module` (absolute, or relative like `..utils` to the importing file)."""
+        """The file of `module` (absolute, or relative like `..utils` to the importing file); looked up
+        once per run (each lookup stats candidate files and reads and hashes the one found)."""
+        key = (module, importer)
+        if key not in self._module_lookups:
+            self._module_lookups[key] = self._find_module(module, importer)
+        return self._module_lookups[key]
+
+    def _find_module(self, module: str, importer: str) -> FileIndex | None:
         if module.startswith("."):
             index = self.files[importer]
             absolute = relative_module(index.module, importer.endswith("__init__.py"), module)
@@ -182,9 +191,9 @@ class Program:
     def _load_source(self, path: str | None, module: str) -> FileIndex | None:
         if path is None or self._load is None or module in self._missing_modules:
             return None
-        for index in self.files.values():
-            if index.path == path:
-                return index
+        known = self.files.get(path)
+        if known is not None:
+            return known
         loaded = self._load(path, module)
         if loaded is None:
             self._missing_modules.add(module)
@@ -265,7 +274,7 @@ class Program:
             if isinstance(target, cst.Name) and target.value == name:
                 if not isinstance(value, cst.Dict):
                     return None
-                strings = [e.value.evaluated_value for e in value.elements if isinstance(e, cst.DictElement)
+                strings = [string_value(e.value) for e in value.elements if isinstance(e, cst.DictElement)
                            and isinstance(e.value, cst.SimpleString)]  # fmt: skip
                 return [s for s in strings if isinstance(s, str)] if len(strings) == len(value.elements) else None
         return None
@@ -279,7 +288,13 @@ class Program:
         return [(base, facts.value(base)) for base in cls.bases]
 
     def mro(self, key: ClassKey) -> list[ClassKey]:
-        """The class and its user-code ancestors, depth first (close enough to Python's C3 here)."""
+        """The class and its user-code ancestors, depth first (close enough to Python's C3 here); computed
+        once per run (each call resolves every base expression again)."""
+        if key not in self._mros:
+            self._mros[key] = self._find_mro(key)
+        return self._mros[key]
+
+    def _find_mro(self, key: ClassKey) -> list[ClassKey]:
         order: list[ClassKey] = []
         pending = [key]
         while pending:

@@ -19,7 +19,7 @@ import libcst as cst
 from compile_lint.analysis.flow import CallSite, Env, join_envs
 from compile_lint.analysis.index import FileIndex, FunctionInfo
 from compile_lint.analysis.names import dotted
-from compile_lint.analysis.nodes import iter_nodes
+from compile_lint.analysis.nodes import iter_nodes, string_value
 from compile_lint.analysis.program import Program
 from compile_lint.analysis.tensors import TensorFacts
 from compile_lint.analysis.values import ClassKey, Cond, FunctionKey, Value
@@ -158,7 +158,7 @@ def _assigns_forward(node: cst.FunctionDef) -> bool:
             return True
         if isinstance(inner, cst.Call) and dotted(inner.func) == "setattr" and len(inner.args) >= 2:
             name = inner.args[1].value
-            if isinstance(name, cst.SimpleString) and name.evaluated_value == "forward":
+            if isinstance(name, cst.SimpleString) and string_value(name) == "forward":
                 return True
     return False
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from compile_lint.analysis.names import ImportMap, dotted
+from compile_lint.analysis.nodes import string_value
 from compile_lint.analysis.values import (
     ASSUMED,
     ASSUMED_MASK,
@@ -623,7 +624,7 @@ class TensorFacts:
     def _constant_strings(self, node: cst.BaseExpression) -> list[str] | None:
         """The strings an expression can only be: a literal, or an item of a module-level dict of strings."""
         if isinstance(node, cst.SimpleString):
-            text = node.evaluated_value
+            text = string_value(node)
             return [text] if isinstance(text, str) else None
         table = node.value if isinstance(node, cst.Subscript) else None
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "get":
@@ -964,10 +965,11 @@ def _container_value(name: str, node: cst.Call, facts: TensorFacts) -> Value:
 
 def _field_names(node: cst.BaseExpression) -> tuple[str, ...]:
     """`"a, b c"` or `["a", "b"]`: a namedtuple's fields, when written as literals."""
-    if isinstance(node, cst.SimpleString) and isinstance(node.evaluated_value, str):
-        return tuple(node.evaluated_value.replace(",", " ").split())
+    text = string_value(node) if isinstance(node, cst.SimpleString) else None
+    if isinstance(text, str):
+        return tuple(text.replace(",", " ").split())
     if isinstance(node, (cst.List, cst.Tuple)):
-        names = [e.value.evaluated_value for e in node.elements if isinstance(e.value, cst.SimpleString)]
+        names = [string_value(e.value) for e in node.elements if isinstance(e.value, cst.SimpleString)]
         return tuple(n for n in names if isinstance(n, str)) if len(names) == len(node.elements) else ()
     return ()
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from compile_lint.analysis.nodes import string_value
 from compile_lint.analysis.tensors import dotted_code, param_names
 from compile_lint.analysis.values import BOTTOM, STR
 from compile_lint.analysis.walker import RuleContext, iter_nodes
@@ -43,9 +44,9 @@ def _compared_with_string(test: cst.BaseExpression, name: str) -> bool:
 def _example_flag(test: cst.BaseExpression, name: str) -> str:
     """`is_train = mode == "train"` for a test comparing `mode` with "train"."""
     literal = next((n for n in iter_nodes(test) if isinstance(n, cst.SimpleString)), None)
-    if not isinstance(literal, cst.SimpleString) or not isinstance(literal.evaluated_value, str):
+    value = string_value(literal) if isinstance(literal, cst.SimpleString) else None
+    if literal is None or not isinstance(value, str):
         return f'e.g. `{name}_flag = {name} == "..."`'
-    value = literal.evaluated_value
     flag = f"is_{value}" if value.isidentifier() else f"{name}_flag"
     return f"e.g. `{flag} = {name} == {literal.value}`"
 

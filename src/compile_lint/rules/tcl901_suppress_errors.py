@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from compile_lint.analysis.nodes import string_value
 from compile_lint.analysis.walker import RuleContext
 from compile_lint.rules.base import Example, Rule
 
@@ -19,7 +20,7 @@ def _is_true(node: cst.BaseExpression) -> bool:
 
 
 def _is_env_var(node: cst.BaseExpression) -> bool:
-    return isinstance(node, cst.SimpleString) and node.evaluated_value == ENV_VAR
+    return isinstance(node, cst.SimpleString) and string_value(node) == ENV_VAR
 
 
 class SuppressErrors(Rule):

@@ -3,7 +3,8 @@
 Truth (cached in bench/corpus/truth-torch<version>.json, collected one model per child process):
 the (file, line) of package source that ran eagerly, and every graph break of a `torch.compile(backend="eager")`
 run, attributed to the innermost frame inside the corpus packages. Prediction: `compile-lint --format json
---torch-version X.Y` over the whole package folders, for the torch of each truth (parsed once for all of them). Scores: recall of break sites, precision on lines that ran, GB-code agreement.
+--torch-version X.Y` over the whole package folders, for the torch of each truth (parsed once for all of them).
+Scores: recall of break sites, precision on lines that ran, GB-code agreement.
 
     python bench/accuracy.py [--refresh-truth] [--details] [--rules] [--json PATH]
     python bench/accuracy.py --sources DIR   # score the committed truth with only the packages' source in DIR

@@ -645,7 +645,6 @@ class Program:
             self._none_checks[key] = _none_check_body(self._functions.get(key))
         return self._none_checks[key]
 
-
     def passes_through(self, key: FunctionKey, depth: int = MAX_PASS_THROUGH) -> bool:
         """A decorator that returns what it is given (`@register("name")` storing the function, a docstring
         generator such as transformers' `auto_docstring`): no code of its runs when the decorated function is

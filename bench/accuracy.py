@@ -2,8 +2,9 @@
 
 Truth (cached in bench/corpus/truth-torch<version>.json, collected one model per child process):
 the (file, line) of package source that ran eagerly, and every graph break of a `torch.compile(backend="eager")`
-run, attributed to the innermost frame inside the corpus packages. Prediction: `compile-lint --format json` over
-the whole package folders. Scores: recall of break sites, precision on lines that ran, GB-code agreement.
+run, attributed to the innermost frame inside the corpus packages. Prediction: `compile-lint --format json
+--torch-version X.Y` over the whole package folders, for the torch of each truth (parsed once for all of them).
+Scores: recall of break sites, precision on lines that ran, GB-code agreement.
 
     python bench/accuracy.py [--refresh-truth] [--details] [--rules] [--json PATH]
     python bench/accuracy.py --sources DIR   # score the committed truth with only the packages' source in DIR
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import gc
 import hashlib
 import importlib.metadata
 import json
@@ -428,34 +430,58 @@ class Prediction:
     gb_codes: tuple[str, ...]
 
 
-def lint(root: Path) -> list[dict[str, Any]]:
-    """The package together with the corpus factories: the user code whose compiled functions enter it."""
-    command = [sys.executable, "-m", "compile_lint", "--format", "json", "--no-cache", "--exit-zero", str(root)]
-    command.append(str(CORPUS / "models.py"))
+def lint(root: Path, torch_versions: list[str]) -> dict[str, list[dict[str, Any]]]:
+    """The package together with the corpus factories (the user code whose compiled functions enter it), as
+    `compile-lint --torch-version X.Y` would lint it for each torch version: in a child process (`--lint`)."""
+    command = [sys.executable, __file__, "--lint", str(root), ",".join(torch_versions)]
     done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
     if done.returncode != 0:  # reported with the figures; the package's sites count as missed
         error = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else f"exit {done.returncode}"
         LINT_ERRORS[package_of(root.name)] = error
         print(f"compile-lint failed on {root.name}: {error}", flush=True)
-        return []
-    findings: list[dict[str, Any]] = json.loads(done.stdout)["findings"]
+        return {version: [] for version in torch_versions}
+    findings: dict[str, list[dict[str, Any]]] = json.loads(done.stdout)
     return findings
 
 
-def predict(jobs: int) -> list[Prediction]:
-    """Each package linted on its own with the corpus factories, as its user would lint their code with it;
-    `jobs` processes, the largest package first."""
+def lint_for_versions(root: Path, torch_versions: list[str]) -> None:
+    """In the child: the files parsed once, then the project analysed for each torch version (the rules differ
+    by version, the parse does not; parsing is most of a lint), the findings filtered as the CLI filters them;
+    printed as JSON, torch version -> findings."""
+    from compile_lint import engine
+    from compile_lint.config import load_config
+
+    gc.disable()  # as the CLI's analysis does: the trees live until the process ends, and hold no cycles
+    paths = [str(root), str(CORPUS / "models.py")]
+    config = load_config(paths)
+    files, unlisted = engine.find_files(paths, config)
+    items, unread = engine.read_all(files)
+    indexes, errors = engine.parse_all(items, engine.limits_of(config))
+    found = {}
+    for version in torch_versions:
+        config.torch_version = version
+        findings = engine.project_findings(indexes, errors, engine.options_of(config))
+        found[version] = [finding.to_json() for finding in engine.apply_filters(unlisted + unread + findings, config)]
+    print(json.dumps(found))
+
+
+def predict(jobs: int, torch_versions: list[str]) -> dict[str, list[Prediction]]:
+    """torch version -> the findings of each package linted on its own with the corpus factories, as its user
+    would lint their code with it for that torch; `jobs` processes, the largest package first."""
     missing = [package for package, root in source_roots().items() if not root.exists()]
     if missing:
         sys.exit(f"corpus packages not found in {site_packages()}: {', '.join(missing)}")
     roots = sorted(source_roots().values(), key=lambda root: -sum(1 for _ in root.rglob("*.py")))
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        findings = [finding for found in pool.map(lint, roots) for finding in found]
-    predictions = []
-    for finding in findings:
-        file = relative(finding["path"])
-        if file is not None:
-            predictions.append(Prediction(file, finding["line"], finding["code"], tuple(finding["gb_codes"])))
+        linted = list(pool.map(lambda root: lint(root, torch_versions), roots))
+    predictions: dict[str, list[Prediction]] = {version: [] for version in torch_versions}
+    for by_version in linted:
+        for version, findings in by_version.items():
+            for finding in findings:
+                file = relative(finding["path"])
+                if file is not None:
+                    prediction = Prediction(file, finding["line"], finding["code"], tuple(finding["gb_codes"]))
+                    predictions[version].append(prediction)
     return predictions
 
 
@@ -765,8 +791,8 @@ def score_sources(sources: Path, jobs: int) -> dict[str, dict[str, Any]]:
     truths = [read_truth(version) for version in truth_versions()]
     for truth in truths:
         check_sources(truth)
-    predictions = predict(jobs)
-    return {truth["torch"]: figures(evaluate(truth, predictions), truth) for truth in truths}
+    predictions = predict(jobs, [truth["torch"] for truth in truths])
+    return {truth["torch"]: figures(evaluate(truth, predictions[truth["torch"]]), truth) for truth in truths}
 
 
 def main() -> None:
@@ -784,7 +810,11 @@ def main() -> None:
     parser.add_argument("--install-sources", type=Path, metavar="DIR", help="pip install the pinned packages' "
                         "source (no dependencies) into DIR, then exit")  # fmt: skip
     parser.add_argument("--collect", nargs=2, metavar=("MODELS", "OUT"), help=argparse.SUPPRESS)
+    parser.add_argument("--lint", nargs=2, metavar=("ROOT", "VERSIONS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.lint:
+        lint_for_versions(Path(args.lint[0]), args.lint[1].split(","))
+        return
     if args.install_sources:
         install_sources(args.install_sources)
         return
@@ -802,9 +832,10 @@ def main() -> None:
             return
         truths = [load_truth(args.refresh_truth, args.jobs)]
     started = time.perf_counter()
-    predictions = predict(args.jobs)
-    print(f"lint {time.perf_counter() - started:.0f} s ({len(predictions)} findings in corpus packages)")
-    document = {truth["torch"]: report(truth, predictions, args) for truth in truths}
+    predictions = predict(args.jobs, [truth["torch"] for truth in truths])
+    counts = ", ".join(f"{len(found)} for torch {version}" for version, found in predictions.items())
+    print(f"lint {time.perf_counter() - started:.0f} s ({counts} in corpus packages)")
+    document = {truth["torch"]: report(truth, predictions[truth["torch"]], args) for truth in truths}
     if args.json:
         args.json.write_text(json.dumps(document, indent=1) + "\n")
 

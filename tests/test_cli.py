@@ -150,3 +150,22 @@ def test_parallel_jobs_give_the_same_findings() -> None:
     serial = lint([str(FIXTURES)], config, jobs=1, use_cache=False)
     parallel = lint([str(FIXTURES)], config, jobs=2, use_cache=False)
     assert parallel.findings == serial.findings and len(serial.findings) > 5
+
+
+CONTEXT_GET = (
+    "import contextvars\n\nimport torch\n\nV = contextvars.ContextVar('v', default=1.0)\n\n\n"
+    "@torch.compile\ndef f(x):\n    return x * V.get()\n"
+)
+
+
+def test_torch_version_option_predicts_for_that_release_over_the_config(tmp_path: Path) -> None:
+    """`ContextVar.get()` breaks on torch 2.13 (GB0156) and traces on 2.14: the option decides, whatever
+    `torch-version` the pyproject.toml says, and a version that is no release is refused."""
+    write(tmp_path, "pyproject.toml", '[tool.compile-lint]\ntorch-version = "2.14"\n')
+    write(tmp_path, "step.py", CONTEXT_GET)
+    older = run("step.py", "--no-cache", "--format", "json", "--torch-version", "2.13", cwd=tmp_path)
+    newer = run("step.py", "--no-cache", "--format", "json", "--torch-version", "2.14.1", cwd=tmp_path)
+    assert [f["gb_codes"] for f in json.loads(older.stdout)["findings"]] == [["GB0156"]]
+    assert json.loads(newer.stdout)["findings"] == []
+    refused = run("step.py", "--torch-version", "latest", cwd=tmp_path)
+    assert refused.returncode == 2 and "--torch-version" in refused.stderr

@@ -143,6 +143,13 @@ def build_parser() -> argparse.ArgumentParser:
         "dropped; training: self.training is True",
     )
     parser.add_argument(
+        "--torch-version",
+        type=_torch_version,
+        metavar="X.Y",
+        help="predict for this torch release (overrides `torch-version` in [tool.compile-lint]; default: the "
+        "installed torch); torch is not imported either way",
+    )
+    parser.add_argument(
         "--show-regions",
         action="store_true",
         help="list every compiled region and how each reached function is reached",
@@ -259,9 +266,17 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _torch_version(text: str) -> str:
+    if versions.parse(text) is None:
+        raise argparse.ArgumentTypeError(f'must look like "2.14", not {text!r}')
+    return text
+
+
 def _merge_cli(config: Config, args: argparse.Namespace) -> Config:
     if args.mode:
         config.mode = args.mode
+    if args.torch_version:
+        config.torch_version = args.torch_version
     if args.select:
         config.select = args.select
     if args.extend_select:

@@ -62,6 +62,7 @@ TUPLE_MODULES = frozenset({"LSTM", "GRU", "RNN", "MultiheadAttention", "LSTMCell
 KNOWN_BASES = frozenset({"object", "typing.Generic", "typing.NamedTuple", "abc.ABC", "enum.Enum", "dict", "list",
                          "tuple", "Exception", "typing.Protocol", "torch.autograd.Function"})  # fmt: skip
 MAX_SUMMARY_DEPTH = 12
+MAX_PASS_THROUGH = 4  # decorator -> inner decorator -> helper it returns through, followed this deep
 Arguments = tuple[list[Value], dict[str, Value], bool]  # positional, keywords, hidden by */**
 SourceLoader = Callable[[str, str], FileIndex | None]  # (path, module name) -> index of a non-linted file
 
@@ -91,6 +92,7 @@ class Program:
         self._mros: dict[ClassKey, list[ClassKey]] = {}
         self._imports: dict[tuple[str, str], Value | None] = {}
         self._closures: dict[FunctionKey, Env] = {}
+        self._pass_through: dict[FunctionKey, bool] = {}
         for info in list(self._functions.values()):
             if info.decorators:
                 self._resolve_decorators(info)
@@ -657,6 +659,47 @@ class Program:
         if key not in self._none_checks:
             self._none_checks[key] = _none_check_body(self._functions.get(key))
         return self._none_checks[key]
+
+    def passes_through(self, key: FunctionKey, depth: int = MAX_PASS_THROUGH) -> bool:
+        """A decorator that returns what it is given (`@register("name")` storing the function, a docstring
+        generator such as transformers' `auto_docstring`): no code of its runs when the decorated function is
+        called. Every `return` gives back one of its parameters, or that parameter through a call of another
+        such function, or (a decorator factory) a nested function that passes through itself."""
+        if key not in self._pass_through:
+            self._pass_through[key] = False  # a recursive decorator is not one that passes through
+            info = self._functions.get(key)
+            self._pass_through[key] = info is not None and depth > 0 and self._returns_argument(info, depth)
+        return self._pass_through[key]
+
+    def _returns_argument(self, info: FunctionInfo, depth: int) -> bool:
+        params = {param.name.value for param in param_names(info.node.params)}
+        facts = TensorFacts(self.index_of(info.path).imports, self, info.path)
+        returns = [
+            node.value
+            for node in iter_nodes(info.node.body, prune=(cst.FunctionDef, cst.ClassDef, cst.Lambda))
+            if isinstance(node, cst.Return)
+        ]
+        if not returns or any(value is None for value in returns):
+            return False
+        return all(self._gives_back(info, facts, params, value, depth) for value in returns if value is not None)
+
+    def _gives_back(
+        self, info: FunctionInfo, facts: TensorFacts, params: set[str], value: cst.BaseExpression, depth: int
+    ) -> bool:
+        if isinstance(value, cst.Name) and value.value in params:
+            return True
+        callee = value.func if isinstance(value, cst.Call) else value
+        if isinstance(value, cst.Call):
+            first = value.args[0] if value.args else None
+            if first is None or first.star or not (isinstance(first.value, cst.Name) and first.value.value in params):
+                return False
+        if not isinstance(callee, cst.Name):
+            return False
+        nested = (info.path, f"{info.qualname}.<locals>.{callee.value}")
+        if nested in self._functions:
+            return self.passes_through(nested, depth - 1)
+        targets = facts.value(callee).functions()
+        return bool(targets) and all(self.passes_through(atom.key, depth - 1) for atom in targets)
 
 
 def _self_name(info: FunctionInfo) -> str:

@@ -218,8 +218,8 @@ class Reachability:
             # arguments, and its optional inputs (`pixel_values=None`) would look passed.
             for atom in facts.value(callee).functions():
                 target = self.program.function(atom.key)
-                if target is None or target.enclosing is not None:
-                    continue
+                if target is None or target.enclosing is not None or self.program.passes_through(atom.key):
+                    continue  # passing through: the decorator's code ran once, at definition
                 if isinstance(decorator, cst.Call):
                     params = self.program.bind_params(target, *facts.arguments(decorator), None)
                 else:

@@ -402,7 +402,8 @@ class TensorFacts:
 
     def _super_attribute(self, node: cst.BaseExpression, attr: str) -> Value | None:
         """`super().__init__` / `super(Cls, self).forward`: the method of the next class in the MRO that
-        defines it (None when it is not a user method: the attribute of the instance then)."""
+        defines it; unknown when only the class itself does (a library base's method, e.g. `nn.Embedding.forward`,
+        never the overriding one); None when no user class defines it (the attribute of the instance then)."""
         if not isinstance(node, cst.Call) or dotted(node.func) != "super" or "super" in self.env:
             return None
         if self.program is None or self.self_class is None:
@@ -415,7 +416,8 @@ class TensorFacts:
             found = info.methods.get(attr) if info is not None else None
             if found is not None:
                 return Value.of(Function(found, bound=named[0]))
-        return None
+        own = self.program.class_info(named[0])
+        return UNKNOWN_VALUE if own is not None and attr in own.methods else None
 
     def _attribute_of(self, atom: Atom, attr: str) -> Value:
         if atom in (TENSOR, MASK, NUMPY):

@@ -18,7 +18,7 @@ COMPREHENSIONS = (cst.ListComp, cst.DictComp, cst.SetComp)
 class EagerComprehension(Rule):
     code = "TCL707"
     name = "eager-comprehension"
-    summary = "A list/dict/set comprehension in or after a `try` block that breaks: Dynamo skips its frame"
+    summary = "A list/dict/set comprehension in a function whose `try` block breaks: Dynamo skips its frame"
     gb_codes = (MISSING_ITERNEXT, NO_TRACKER)
     gb_codes_by_version = {(2, 13): (MISSING_ITERNEXT,), (2, 14): (NO_TRACKER,)}
     frame_skip = True
@@ -27,16 +27,19 @@ class EagerComprehension(Rule):
         "that the compiled code calls, so the rest of this function is traced."
     )
     what = (
-        "Flags a list, dict or set comprehension that uses a tensor, a module or `torch`, written inside or "
-        "after a `try` statement whose block calls a function that breaks the graph (or breaks itself), in "
-        "a function of a compiled region."
+        "Flags a list, dict or set comprehension that uses a tensor, a module or `torch`, in a function of a "
+        "compiled region with a `try` statement whose block calls a function that breaks the graph (or breaks "
+        "itself): inside or after the `try`, and before it unless a comprehension before the `try` computes on "
+        "tensors."
     )
     why = (
         "Dynamo cannot resume a graph in the middle of a `try` block: at the break the rest of the function "
-        "runs eagerly. A comprehension is a frame of its own (Python 3.11), so Dynamo then compiles it alone, "
-        "starting from the iterator its caller made, and has no model of that iterator. Measured with torch "
-        "2.13 (GB4347, missing tp_iternext) and 2.14 (GB9493): it gives up on the comprehension's frame. "
-        "Dynamo skips a comprehension that uses no tensor without a report."
+        "runs eagerly, and all of it when nothing could be kept (measured: a comprehension computing on tensors "
+        "before the `try` keeps a graph up to it, other tensor code does not). A comprehension is a frame of "
+        "its own (Python 3.11), so Dynamo then compiles it alone, starting from the iterator its caller made, "
+        "and has no model of that iterator. Measured with torch 2.13 (GB4347, missing tp_iternext) and 2.14 "
+        "(GB9493): it gives up on the comprehension's frame. Dynamo skips a comprehension that uses no tensor "
+        "without a report."
     )
     example = (
         "@torch.compile\ndef f(x, keys):\n    try:\n        print(x)\n    finally:\n        pass\n"
@@ -55,18 +58,6 @@ class EagerComprehension(Rule):
         Example("@torch.compile\ndef f(x, keys):\n    print(x)\n    return [x * k for k in keys]\n"),
     )  # fmt: skip
 
-    def visit_Call(self, node: cst.Call, ctx: RuleContext) -> None:
-        breaking = ctx.names(self, "breaking tries")
-        for block in _try_blocks(node, ctx):
-            if str(id(block)) in breaking:
-                continue
-            for target in ctx.call_targets(node):
-                breaks = ctx.breaks_in(target.key)
-                if breaks is None:
-                    ctx.revisit = True  # known once every reached function has been walked
-                elif breaks:
-                    breaking.add(str(id(block)))
-
     def visit_ListComp(self, node: cst.ListComp, ctx: RuleContext) -> None:
         self._check(node, ctx)
 
@@ -79,46 +70,79 @@ class EagerComprehension(Rule):
     def _check(self, node: cst.ListComp | cst.DictComp | cst.SetComp, ctx: RuleContext) -> None:
         if ctx.function is None or not _uses_tensors(node, ctx):
             return
-        order = {id(n): i for i, n in enumerate(_own_nodes(ctx.function.node))}
+        nodes = _own_nodes(ctx.function.node)
+        order = {id(n): i for i, n in enumerate(nodes)}
         here = order.get(id(node))
-        if here is None:
+        if here is None or not any(isinstance(n, cst.Try) for n in nodes):
             return
-        breaking = ctx.names(self, "breaking tries") | _tries_with_own_breaks(ctx)
-        if not any(str(id(n)) in breaking and order[id(n)] < here for n in _own_tries(ctx)):
+        if not any(_runs_eagerly(here, order[id(block)], nodes, ctx) for block in _breaking_tries(nodes, ctx)):
             return
         code = NO_TRACKER if ctx.torch_version >= (2, 14) else MISSING_ITERNEXT
         ctx.report(
             self,
             node,
-            f"`{short_code(node)}` runs after a graph break in a `try` block, where Dynamo cannot resume: the "
-            f"rest of the function runs eagerly and Dynamo compiles this comprehension alone, then gives up on "
-            f"its iterator ({code})",
+            f"`{short_code(node)}` is in a function that breaks the graph in a `try` block, where Dynamo cannot "
+            f"resume: it runs the function eagerly, compiles this comprehension alone, then gives up on its "
+            f"iterator ({code})",
             gb_codes=(code,),
         )
+
+
+def _runs_eagerly(here: int, start: int, nodes: list[cst.CSTNode], ctx: RuleContext) -> bool:
+    """Does the comprehension at position `here` run eagerly when the `try` at `start` breaks? Measured: one in
+    or after the `try` always does. One before it does when Dynamo gives up on the whole function, which it
+    does unless a comprehension before the `try` computes on tensors (then it keeps the graph up to the
+    `try`); tensor code outside comprehensions does not change that."""
+    if start < here:
+        return True
+    return not any(isinstance(n, COMPREHENSIONS) and _computes_on_tensors(n, ctx) for n in nodes[:start])
+
+
+def _breaking_tries(nodes: list[cst.CSTNode], ctx: RuleContext) -> list[cst.Try]:
+    """The function's `try` statements whose block calls a function that breaks the graph, or holds a finding
+    of another rule that predicts a break on the default path (seen when the block comes first)."""
+    own = {id(p.node) for p in ctx.pending if p.gb_codes and p.rule.code not in OPT_IN}
+    found = []
+    for block in nodes:
+        if isinstance(block, cst.Try):
+            inner = list(iter_nodes(block.body))
+            calls = [n for n in inner if isinstance(n, cst.Call)]
+            if any(id(n) in own for n in inner) or any(_call_breaks(n, ctx) for n in calls):
+                found.append(block)
+    return found
+
+
+def _call_breaks(call: cst.Call, ctx: RuleContext) -> bool:
+    """Whether a function the call runs breaks the graph (remembered for the walk of this function)."""
+    breaking, quiet = ctx.names(RULE, "breaking calls"), ctx.names(RULE, "quiet calls")
+    key = str(id(call))
+    if key in quiet or key in breaking:
+        return key in breaking
+    for target in ctx.call_targets(call):
+        breaks = ctx.breaks_in(target.key)
+        if breaks is None:
+            ctx.revisit = True  # known once every reached function has been walked
+        elif breaks:
+            breaking.add(key)
+            return True
+    quiet.add(key)
+    return False
+
+
+def _computes_on_tensors(node: cst.ListComp | cst.DictComp | cst.SetComp, ctx: RuleContext) -> bool:
+    """`[x * k for k in keys]`: its element is a tensor it computes (not a name or attribute it only reads).
+    Measured: such a comprehension before the `try` lets Dynamo keep a graph up to the `try` and run only the
+    rest of the function eagerly; tensor code outside comprehensions does not."""
+    element = node.value if isinstance(node, cst.DictComp) else node.elt
+    if isinstance(element, (cst.Name, cst.Attribute)):
+        return False
+    return ctx.facts.value(element).is_tensor_like
 
 
 def _own_nodes(function: cst.FunctionDef) -> list[cst.CSTNode]:
     """The function's nodes in source order, without those of nested functions, lambdas and classes."""
     nested = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
     return list(iter_nodes(function.body, prune=nested))
-
-
-def _own_tries(ctx: RuleContext) -> list[cst.Try]:
-    assert ctx.function is not None
-    return [n for n in _own_nodes(ctx.function.node) if isinstance(n, cst.Try)]
-
-
-def _try_blocks(node: cst.CSTNode, ctx: RuleContext) -> list[cst.Try]:
-    """The `try` statements of the walked function whose block holds `node`."""
-    if ctx.function is None:
-        return []
-    return [t for t in _own_tries(ctx) if any(n is node for n in iter_nodes(t.body))]
-
-
-def _tries_with_own_breaks(ctx: RuleContext) -> set[str]:
-    """`try` statements whose block holds a finding of another rule that predicts a break on the default path."""
-    breaking = {id(p.node) for p in ctx.pending if p.gb_codes and p.rule.code not in OPT_IN}
-    return {str(id(t)) for t in _own_tries(ctx) if any(id(n) in breaking for n in iter_nodes(t.body))}
 
 
 def _uses_tensors(node: cst.ListComp | cst.DictComp | cst.SetComp, ctx: RuleContext) -> bool:

@@ -1,0 +1,177 @@
+"""TCL707: a comprehension in or after a `try` block that breaks the graph: it is compiled on its own and skipped."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from compile_lint.analysis.tensors import short_code
+from compile_lint.analysis.values import Mapping, Seq, Tup, Value
+from compile_lint.analysis.walker import RuleContext, iter_nodes
+from compile_lint.config import OPT_IN
+from compile_lint.rules.base import Example, Rule
+
+MISSING_ITERNEXT = "GB4347"  # torch 2.13: Missing tp_iternext
+NO_TRACKER = "GB9493"  # torch 2.14: C-implemented special method without VariableTracker model
+COMPREHENSIONS = (cst.ListComp, cst.DictComp, cst.SetComp)
+
+
+class EagerComprehension(Rule):
+    code = "TCL707"
+    name = "eager-comprehension"
+    summary = "A list/dict/set comprehension in a function whose `try` block breaks: Dynamo skips its frame"
+    gb_codes = (MISSING_ITERNEXT, NO_TRACKER)
+    gb_codes_by_version = {(2, 13): (MISSING_ITERNEXT,), (2, 14): (NO_TRACKER,)}
+    frame_skip = True
+    fix = (
+        "Remove the break inside the `try` block (its own finding says how), or move the `try` into a helper "
+        "that the compiled code calls, so the rest of this function is traced."
+    )
+    what = (
+        "Flags a list, dict or set comprehension that uses a tensor, a module or `torch`, in a function of a "
+        "compiled region with a `try` statement whose block calls a function that breaks the graph (or breaks "
+        "itself): inside or after the `try`, and before it unless a comprehension before the `try` computes on "
+        "tensors."
+    )
+    why = (
+        "Dynamo cannot resume a graph in the middle of a `try` block: at the break the rest of the function "
+        "runs eagerly, and all of it when nothing could be kept (measured: a comprehension computing on tensors "
+        "before the `try` keeps a graph up to it, other tensor code does not). A comprehension is a frame of "
+        "its own (Python 3.11), so Dynamo then compiles it alone, starting from the iterator its caller made, "
+        "and has no model of that iterator. Measured with torch 2.13 (GB4347, missing tp_iternext) and 2.14 "
+        "(GB9493): it gives up on the comprehension's frame. Dynamo skips a comprehension that uses no tensor "
+        "without a report."
+    )
+    example = (
+        "@torch.compile\ndef f(x, keys):\n    try:\n        print(x)\n    finally:\n        pass\n"
+        "    return [x * k for k in keys]\n"
+    )
+    fixed_example = "@torch.compile\ndef f(x, keys):\n    out = [x * k for k in keys]\n    print(x)\n    return out\n"
+    invalid = (
+        Example("def show(x):\n    print(x)\n\n@torch.compile\ndef f(x, keys):\n    try:\n        show(x)\n"
+                "        parts = {k: x * k for k in keys}\n    except ValueError:\n        parts = {}\n    return parts\n"),
+    )  # fmt: skip
+    valid = (
+        Example("@torch.compile\ndef f(x, keys):\n    try:\n        y = x + 1\n    finally:\n        pass\n"
+                "    return [y * k for k in keys]\n"),
+        Example("@torch.compile\ndef f(x, keys):\n    try:\n        print(x)\n    finally:\n        pass\n"
+                "    return x, [k * 2 for k in keys]\n"),
+        Example("@torch.compile\ndef f(x, keys):\n    print(x)\n    return [x * k for k in keys]\n"),
+    )  # fmt: skip
+
+    def visit_ListComp(self, node: cst.ListComp, ctx: RuleContext) -> None:
+        self._check(node, ctx)
+
+    def visit_DictComp(self, node: cst.DictComp, ctx: RuleContext) -> None:
+        self._check(node, ctx)
+
+    def visit_SetComp(self, node: cst.SetComp, ctx: RuleContext) -> None:
+        self._check(node, ctx)
+
+    def _check(self, node: cst.ListComp | cst.DictComp | cst.SetComp, ctx: RuleContext) -> None:
+        if ctx.function is None or not _uses_tensors(node, ctx):
+            return
+        nodes = _own_nodes(ctx.function.node)
+        order = {id(n): i for i, n in enumerate(nodes)}
+        here = order.get(id(node))
+        if here is None or not any(isinstance(n, cst.Try) for n in nodes):
+            return
+        if not any(_runs_eagerly(here, order[id(block)], nodes, ctx) for block in _breaking_tries(nodes, ctx)):
+            return
+        code = NO_TRACKER if ctx.torch_version >= (2, 14) else MISSING_ITERNEXT
+        ctx.report(
+            self,
+            node,
+            f"`{short_code(node)}` is in a function that breaks the graph in a `try` block, where Dynamo cannot "
+            f"resume: it runs the function eagerly, compiles this comprehension alone, then gives up on its "
+            f"iterator ({code})",
+            gb_codes=(code,),
+        )
+
+
+def _runs_eagerly(here: int, start: int, nodes: list[cst.CSTNode], ctx: RuleContext) -> bool:
+    """Does the comprehension at position `here` run eagerly when the `try` at `start` breaks? Measured: one in
+    or after the `try` always does. One before it does when Dynamo gives up on the whole function, which it
+    does unless a comprehension before the `try` computes on tensors (then it keeps the graph up to the
+    `try`); tensor code outside comprehensions does not change that."""
+    if start < here:
+        return True
+    return not any(isinstance(n, COMPREHENSIONS) and _computes_on_tensors(n, ctx) for n in nodes[:start])
+
+
+def _breaking_tries(nodes: list[cst.CSTNode], ctx: RuleContext) -> list[cst.Try]:
+    """The function's `try` statements whose block calls a function that breaks the graph, or holds a finding
+    of another rule that predicts a break on the default path (seen when the block comes first)."""
+    own = {id(p.node) for p in ctx.pending if p.gb_codes and p.rule.code not in OPT_IN}
+    found = []
+    for block in nodes:
+        if isinstance(block, cst.Try):
+            inner = list(iter_nodes(block.body))
+            calls = [n for n in inner if isinstance(n, cst.Call)]
+            if any(id(n) in own for n in inner) or any(_call_breaks(n, ctx) for n in calls):
+                found.append(block)
+    return found
+
+
+def _call_breaks(call: cst.Call, ctx: RuleContext) -> bool:
+    """Whether a function the call runs breaks the graph (remembered for the walk of this function)."""
+    breaking, quiet = ctx.names(RULE, "breaking calls"), ctx.names(RULE, "quiet calls")
+    key = str(id(call))
+    if key in quiet or key in breaking:
+        return key in breaking
+    for target in ctx.call_targets(call):
+        breaks = ctx.breaks_in(target.key)
+        if breaks is None:
+            ctx.revisit = True  # known once every reached function has been walked
+        elif breaks:
+            breaking.add(key)
+            return True
+    quiet.add(key)
+    return False
+
+
+def _computes_on_tensors(node: cst.ListComp | cst.DictComp | cst.SetComp, ctx: RuleContext) -> bool:
+    """`[x * k for k in keys]`: its element is a tensor it computes (not a name or attribute it only reads).
+    Measured: such a comprehension before the `try` lets Dynamo keep a graph up to the `try` and run only the
+    rest of the function eagerly; tensor code outside comprehensions does not."""
+    element = node.value if isinstance(node, cst.DictComp) else node.elt
+    if isinstance(element, (cst.Name, cst.Attribute)):
+        return False
+    return ctx.facts.value(element).is_tensor_like
+
+
+def _own_nodes(function: cst.FunctionDef) -> list[cst.CSTNode]:
+    """The function's nodes in source order, without those of nested functions, lambdas and classes."""
+    nested = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
+    return list(iter_nodes(function.body, prune=nested))
+
+
+def _uses_tensors(node: cst.ListComp | cst.DictComp | cst.SetComp, ctx: RuleContext) -> bool:
+    """Dynamo compiles a frame only if, when it starts, it holds a tensor or a module (also inside a list, tuple
+    or dict) or reads a torch module: here the names the comprehension reads from its function (its first
+    iterable is evaluated by the function, and its loop variables are not bound yet)."""
+    bound: set[str] = set()
+    clause: cst.CompFor | None = node.for_in
+    while clause is not None:
+        bound.update(n.value for n in iter_nodes(clause.target) if isinstance(n, cst.Name))
+        clause = clause.inner_for_in
+    outer_iterable = {id(n) for n in iter_nodes(node.for_in.iter)}
+    for name in iter_nodes(node):
+        if not isinstance(name, cst.Name) or name.value in bound or id(name) in outer_iterable:
+            continue
+        if (ctx.resolve(name) or "").startswith("torch") or _holds_tensors(ctx.facts.value(name)):
+            return True
+    return False
+
+
+def _holds_tensors(value: Value) -> bool:
+    if value.is_tensor_like or value.modules():
+        return True
+    for atom in value:
+        if isinstance(atom, (Seq, Tup)) and _holds_tensors(atom.item):
+            return True
+        if isinstance(atom, Mapping) and _holds_tensors(atom.value):
+            return True
+    return False
+
+
+RULE = EagerComprehension()

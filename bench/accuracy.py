@@ -231,6 +231,13 @@ def expand(ranges: str) -> set[int]:
     return lines
 
 
+def log_every_stack(checker: Any) -> None:
+    """Make Dynamo log every graph break with its user stack. It leaves the stack out of a break whose gb_type and
+    innermost frame it logged before, and that frame may be torch's own: `np.random.SeedSequence(...)` at two lines
+    of torchsde breaks in the same polyfill frame, so the second line would be missing from the truth."""
+    checker.add = lambda key: True
+
+
 def collect_one(name: str, out: Path) -> None:
     """Child process: eager traced run, then a compiled run under the graph-break log; writes JSON to `out`."""
     import logging
@@ -279,6 +286,7 @@ def collect_one(name: str, out: Path) -> None:
 
     torch._dynamo.reset()
     torch._dynamo.config.recompile_limit = RECOMPILE_LIMIT
+    log_every_stack(torch._dynamo.utils.graph_break_dup_warning_checker)
     unparsed = Unparsed()
     with capture_dynamo_log() as log:
         for logger in BREAK_LOGGERS:

@@ -231,13 +231,6 @@ def expand(ranges: str) -> set[int]:
     return lines
 
 
-def log_every_stack(checker: Any) -> None:
-    """Make Dynamo log every graph break with its user stack. It leaves the stack out of a break whose gb_type and
-    innermost frame it logged before, and that frame may be torch's own: `np.random.SeedSequence(...)` at two lines
-    of torchsde breaks in the same polyfill frame, so the second line would be missing from the truth."""
-    checker.add = lambda key: True
-
-
 def collect_one(name: str, out: Path) -> None:
     """Child process: eager traced run, then a compiled run under the graph-break log; writes JSON to `out`."""
     import logging
@@ -245,7 +238,12 @@ def collect_one(name: str, out: Path) -> None:
     import torch
     import torch._dynamo
 
-    from compile_lint.confirm.run.capture import BREAK_LOGGERS, capture_dynamo_log, parse_break
+    from compile_lint.confirm.run.capture import (
+        BREAK_LOGGERS,
+        capture_dynamo_log,
+        every_break_with_stack,
+        parse_break,
+    )
     from compile_lint.confirm.run.targets import Target, compiled, targets_from_factory
 
     model = corpus_models().MODELS[name]
@@ -286,9 +284,8 @@ def collect_one(name: str, out: Path) -> None:
 
     torch._dynamo.reset()
     torch._dynamo.config.recompile_limit = RECOMPILE_LIMIT
-    log_every_stack(torch._dynamo.utils.graph_break_dup_warning_checker)
     unparsed = Unparsed()
-    with capture_dynamo_log() as log:
+    with capture_dynamo_log() as log, every_break_with_stack():
         for logger in BREAK_LOGGERS:
             logging.getLogger(logger).addHandler(unparsed)
         try:  # a fresh model: state set by the eager call (caches, lazy init) must not hide breaks

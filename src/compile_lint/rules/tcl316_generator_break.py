@@ -22,6 +22,7 @@ class GeneratorBreak(Rule):
     name = "generator-break"
     summary = "A generator expression whose items break the graph: Dynamo runs the whole function eagerly"
     gb_codes = (GENERATOR_RECONSTRUCTION,)
+    frame_skip = True
     fix = (
         "Compute the items as one tensor and reduce it (`torch.stack([...]).all()`, `torch.stack(items).sum()`), "
         "or build a list first so the break does not happen inside the generator."

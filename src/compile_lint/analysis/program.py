@@ -485,7 +485,9 @@ class Program:
         kwargs = info.node.params.star_kwarg
         if kwargs is not None:
             extra = {k: v for k, v in keywords.items() if k not in params}
-            params[kwargs.name.value] = Value.of(Mapping(join_all(extra.values()) or UNKNOWN_VALUE, tuple(extra.items())))
+            params[kwargs.name.value] = Value.of(
+                Mapping(join_all(extra.values()) or UNKNOWN_VALUE, tuple(extra.items()))
+            )
         return params
 
     def call_targets(self, facts: TensorFacts, node: cst.Call) -> list[CallTarget]:

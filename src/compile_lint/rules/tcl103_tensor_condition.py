@@ -219,7 +219,9 @@ class TensorCondition(Rule):
             "@torch.compile\ndef f(x, jumps):\n    on_jump = False\n    if len(jumps):\n        on_jump = x.sum() > jumps[0]\n    if on_jump:\n        return -x\n    return x\n"
         ),
         Example("@torch.compile\ndef f(x):\n    return torch.where(x.sum() > 0, x + 1, x - 1)\n"),
-        Example("@torch.compile\ndef f(x):\n    if all(size > 0 for size in x.shape):\n        return x\n    return -x\n"),
+        Example(
+            "@torch.compile\ndef f(x):\n    if all(size > 0 for size in x.shape):\n        return x\n    return -x\n"
+        ),
         Example("@torch.compile\ndef f(x):\n    if x.sum().item() > 0:\n        return x\n    return -x\n"),
     )
 

@@ -40,7 +40,7 @@ class GeneratorBreak(Rule):
     example = "@torch.compile\ndef f(ts):\n    total = sum(t.item() for t in ts)\n    return ts + total\n"
     fixed_example = "@torch.compile\ndef f(ts):\n    total = ts.sum()\n    return ts + total\n"
     invalid = (
-        Example("@torch.compile\ndef f(ts):\n    if all(a < b for a, b in zip(ts[:-1], ts[1:])):\n"
+        Example("@torch.compile\ndef f(ts: torch.Tensor):\n    if all(a < b for a, b in zip(ts[:-1], ts[1:])):\n"
                 "        return ts\n    return -ts\n"),
         Example("@torch.compile\ndef f(ts):\n    return ts * sum(t.item() for t in ts)\n"),
     )  # fmt: skip

@@ -240,7 +240,12 @@ def collect_one(name: str, out: Path) -> None:
     import torch
     import torch._dynamo
 
-    from compile_lint.confirm.run.capture import BREAK_LOGGERS, capture_dynamo_log, parse_break
+    from compile_lint.confirm.run.capture import (
+        BREAK_LOGGERS,
+        capture_dynamo_log,
+        every_break_with_stack,
+        parse_break,
+    )
     from compile_lint.confirm.run.targets import Target, compiled, targets_from_factory
 
     model = corpus_models().MODELS[name]
@@ -282,7 +287,7 @@ def collect_one(name: str, out: Path) -> None:
     torch._dynamo.reset()
     torch._dynamo.config.recompile_limit = RECOMPILE_LIMIT
     unparsed = Unparsed()
-    with capture_dynamo_log() as log:
+    with capture_dynamo_log() as log, every_break_with_stack():
         for logger in BREAK_LOGGERS:
             logging.getLogger(logger).addHandler(unparsed)
         try:  # a fresh model: state set by the eager call (caches, lazy init) must not hide breaks

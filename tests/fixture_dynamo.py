@@ -17,7 +17,7 @@ from typing import Any
 import torch
 import torch._dynamo
 
-from compile_lint.confirm.run.capture import Break, capture_dynamo_log, forced_backend
+from compile_lint.confirm.run.capture import Break, capture_dynamo_log, every_break_with_stack, forced_backend
 from compile_lint.confirm.run.targets import run_once, targets_from_factory
 from fixture_support import FIXTURES, fixture_files, lint_unit
 
@@ -72,7 +72,7 @@ def observed_breaks(path: Path) -> list[Break]:
     try:
         with forced_backend("eager"):
             module = load(path)
-        with capture_dynamo_log() as log:
+        with capture_dynamo_log() as log, every_break_with_stack():
             for target in targets_from_factory(module.compile_lint_targets):
                 run_once(target, "eager")
         return log.breaks

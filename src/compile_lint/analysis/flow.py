@@ -205,6 +205,10 @@ class Flow:
             name = string_value(args[0].value)
             if isinstance(name, str) and self.facts.self_class is not None:
                 self.program.record_attribute(self.facts.self_class, name, TENSOR_VALUE)
+        elif method == "__init__" and _is_super(receiver) and any(arg.star == "**" for arg in args):
+            # The base class's `__init__` run with the subclass's forwarded keywords records the attributes it
+            # sets now, before the methods that read them are walked (`Solver(scale=t)` into `Base.__init__`).
+            self.facts.value(value)
         elif method in GROWING and args and isinstance(receiver, (cst.Name, cst.Attribute)):
             current = self.facts.value(receiver)
             if any(isinstance(atom, Seq) for atom in current):
@@ -675,6 +679,11 @@ def half_check(node: cst.BaseExpression, resolve: Callable[[cst.BaseExpression],
     if not (dtype.endswith("dtype") and named and all(name in HALF_DTYPES for name in named)):
         return None
     return isinstance(operator, (cst.Equal, cst.Is, cst.In))
+
+
+def _is_super(node: cst.BaseExpression) -> bool:
+    """`super()` or `super(Cls, self)`."""
+    return isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "super"
 
 
 def _is_self(node: cst.BaseExpression) -> bool:

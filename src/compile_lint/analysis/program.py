@@ -501,8 +501,10 @@ class Program:
             params[star.name.value] = Value.of(Seq(join_all(positional[len(ordered) :]) or UNKNOWN_VALUE))
         kwargs = info.node.params.star_kwarg
         if kwargs is not None:
-            extra = [v for k, v in keywords.items() if k not in params]
-            params[kwargs.name.value] = Value.of(Mapping(join_all(extra) or UNKNOWN_VALUE))
+            extra = {k: v for k, v in keywords.items() if k not in params}
+            params[kwargs.name.value] = Value.of(
+                Mapping(join_all(extra.values()) or UNKNOWN_VALUE, tuple(extra.items()))
+            )
         return params
 
     def call_targets(self, facts: TensorFacts, node: cst.Call) -> list[CallTarget]:

@@ -457,7 +457,8 @@ class TensorFacts:
             elif isinstance(atom, (Seq, Tup)):
                 parts.append((Value.of(Seq(atom.item)) if sliced else atom.item).under(cond))
             elif isinstance(atom, Mapping):
-                parts.append(atom.value.under(cond))
+                key = _string_key(node)
+                parts.append((atom.value if key is None else atom.get(key)).under(cond))
             elif isinstance(atom, Module):
                 parts.append(Value.of(atom, cond=cond) if sliced else (atom.items or Value.of(Module())).under(cond))
             elif atom == STR:
@@ -684,7 +685,10 @@ class TensorFacts:
         keywords: dict[str, Value] = {}
         starred = False
         for arg in node.args:
-            if arg.star:
+            if arg.star == "**":
+                starred = True
+                keywords.update(_forwarded_keywords(self.value(arg.value), keywords))
+            elif arg.star:
                 starred = True
             elif arg.keyword is not None:
                 keywords[arg.keyword.value] = self.value(arg.value)
@@ -943,6 +947,27 @@ MODULE_CONTAINERS = frozenset({"torch.nn.ModuleList", "torch.nn.Sequential", "to
 TORCH_GENERATOR_CLASSES = frozenset({"torch.Generator", "torch._C.Generator"})
 TORCH_GENERATOR = "torch.Generator()"  # an instance, in the analysis' values
 RETURNS_SELF = frozenset({f"{TORCH_GENERATOR}.manual_seed"})  # library methods that return their receiver
+
+
+def _forwarded_keywords(mapping: Value, explicit: dict[str, Value]) -> dict[str, Value]:
+    """The keywords a `**kwargs` argument passes by name: those every mapping it may be knows (a caller's
+    keyword arguments collected by the function's `**kwargs`), less the ones the call names itself."""
+    maps = [atom for atom in mapping if isinstance(atom, Mapping)]
+    if not maps or len(maps) != len(mapping.atoms):
+        return {}
+    forwarded: dict[str, Value] = {}
+    for key, _ in maps[0].keyed:
+        if key not in explicit and all(key in dict(m.keyed) for m in maps):
+            forwarded[key] = join_all(m.get(key) for m in maps)
+    return forwarded
+
+
+def _string_key(node: cst.Subscript) -> str | None:
+    """`kwargs["bm"]`: the string constant a subscript reads, if it is one."""
+    if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
+        return None
+    key = node.slice[0].slice.value
+    return key.evaluated_value if isinstance(key, cst.SimpleString) and isinstance(key.evaluated_value, str) else None
 
 
 def _container_value(name: str, node: cst.Call, facts: TensorFacts) -> Value:

@@ -92,9 +92,14 @@ class Record:
 
 @dataclass(frozen=True)
 class Mapping:
-    """A dict whose values are `value` (keys are not tracked)."""
+    """A dict whose values are `value`; `keyed` holds the values of the string keys known by name (the
+    `**kwargs` a caller passed: `f(bm=bm)` into `def f(**kwargs)`), other keys are not tracked."""
 
     value: Value
+    keyed: tuple[tuple[str, Value], ...] = ()
+
+    def get(self, key: str) -> Value:
+        return dict(self.keyed).get(key, self.value)
 
 
 @dataclass(frozen=True)
@@ -253,7 +258,8 @@ class Value:
             elif isinstance(atom, Seq):
                 atom = Seq(atom.item.widen(depth + 1))
             elif isinstance(atom, Mapping):
-                atom = Mapping(atom.value.widen(depth + 1))
+                keyed = tuple((key, value.widen(depth + 1)) for key, value in atom.keyed)
+                atom = Mapping(atom.value.widen(depth + 1), keyed)
             elif isinstance(atom, Module) and atom.items is not None:
                 atom = Module(atom.cls, atom.name, atom.items.widen(depth + 1))
             changed[atom] = changed[atom] & cond if atom in changed else cond
@@ -278,8 +284,15 @@ def _merge_containers(atoms: dict[Atom, int]) -> dict[Atom, int]:
     if seqs:
         merged[Seq(join_all(s.item for s in seqs))] = _and_all(atoms[s] for s in seqs)
     if maps:
-        merged[Mapping(join_all(m.value for m in maps))] = _and_all(atoms[m] for m in maps)
+        merged[Mapping(join_all(m.value for m in maps), _common_keys(maps))] = _and_all(atoms[m] for m in maps)
     return merged
+
+
+def _common_keys(maps: list[Mapping]) -> tuple[tuple[str, Value], ...]:
+    """The keys every mapping knows by name, each with the join of their values."""
+    keyed = [dict(m.keyed) for m in maps]
+    common = [key for key, _ in maps[0].keyed if all(key in k for k in keyed)]
+    return tuple((key, join_all(k[key] for k in keyed)) for key in common)
 
 
 def _and_all(conds: Iterable[int]) -> int:

@@ -44,7 +44,7 @@ class TensorItem(Rule):
     def visit_Assign(self, node: cst.Assign, ctx: RuleContext) -> None:
         """`n = t.amax().item()` where `n` is then a slice bound or a size: a tensor would not hold there."""
         call, targets = node.value, node.targets
-        if id(call) in ctx.reported or not _is_tensor_item(call, ctx) or ctx.function is None:
+        if id(call) in ctx.reported or not is_tensor_item(call, ctx) or ctx.function is None:
             return
         if len(targets) != 1 or not isinstance(targets[0].target, cst.Name):
             return
@@ -56,7 +56,7 @@ class TensorItem(Rule):
 
     def visit_Call(self, node: cst.Call, ctx: RuleContext) -> None:
         self._sizes(node, ctx)
-        if id(node) in ctx.reported or not _is_tensor_item(node, ctx):
+        if id(node) in ctx.reported or not is_tensor_item(node, ctx):
             return
         receiver = node.func.value  # type: ignore[attr-defined]
         ctx.report(
@@ -74,7 +74,7 @@ class TensorItem(Rule):
     def _sizes(self, node: cst.Call | cst.Subscript, ctx: RuleContext) -> None:
         """`x[:t.item()]`, `torch.arange(t.item())`: the value must be a Python int there."""
         for use, value in int_operands(node, ctx):
-            if _is_tensor_item(value, ctx) and id(value) not in ctx.reported:
+            if is_tensor_item(value, ctx) and id(value) not in ctx.reported:
                 ctx.reported.add(id(value))
                 self._report_size(value, f"The value is {use}", ctx)
 
@@ -164,7 +164,7 @@ def _mentions(node: cst.CSTNode, name: str) -> bool:
     return (isinstance(node, cst.Name) and node.value == name) or any(_mentions(c, name) for c in node.children)
 
 
-def _is_tensor_item(node: cst.CSTNode, ctx: RuleContext) -> bool:
+def is_tensor_item(node: cst.CSTNode, ctx: RuleContext) -> bool:
     if not isinstance(node, cst.Call) or node.args:
         return False
     func = node.func
@@ -177,7 +177,7 @@ def _item_calls(test: cst.BaseExpression, ctx: RuleContext) -> list[cst.Call]:
     pending: list[cst.CSTNode] = [test]
     while pending:
         node = pending.pop()
-        if _is_tensor_item(node, ctx):
+        if is_tensor_item(node, ctx):
             found.append(node)  # type: ignore[arg-type]
         elif not isinstance(node, (cst.Call, cst.Lambda)):
             pending.extend(node.children)

@@ -9,8 +9,8 @@ import libcst as cst
 from compile_lint.analysis.flow import half_check
 from compile_lint.analysis.names import dotted
 from compile_lint.analysis.nodes import iter_nodes
-from compile_lint.analysis.tensors import Kind, TensorFacts, join_kinds, short_code, without_item
-from compile_lint.analysis.values import NONE, PYTHON_NUMBERS, TENSOR_LIKE, Cond
+from compile_lint.analysis.tensors import Kind, TensorFacts, coarse_kind, join_kinds, short_code, without_item
+from compile_lint.analysis.values import EVIDENT_TENSORS, NONE, PYTHON_NUMBERS, TENSOR_LIKE, Cond
 from compile_lint.analysis.walker import RuleContext
 from compile_lint.rules.base import CAPTURE_SCALAR, Example, Rule
 from compile_lint.rules.tcl106_tensor_to_bool import python_bool_call
@@ -49,6 +49,24 @@ def jump_anchor(test: cst.BaseExpression, start: cst.CSTNode, facts: TensorFacts
         if facts.kind(operand) in (Kind.TENSOR, Kind.SCALAR):
             break
     return current
+
+
+TRUTH_BUILTINS = frozenset({"all", "any"})
+
+
+def tested_tensor_items(node: cst.Call, ctx: RuleContext) -> bool:
+    """`all(x < y for ...)`, `any(t > 0)`: the builtin takes the truth of each item, and the items are tensors.
+    A list comprehension is left out: Dynamo blames that break on its own frame, not this line (measured)."""
+    func = node.func
+    if not isinstance(func, cst.Name) or func.value not in TRUTH_BUILTINS or func.value in ctx.imports.aliases:
+        return False
+    if func.value in ctx.facts.env or len(node.args) != 1 or node.args[0].keyword is not None or node.args[0].star:
+        return False
+    argument = node.args[0].value
+    if isinstance(argument, cst.ListComp):
+        return False
+    items = ctx.facts.value(argument).items()  # a generator expression binds its loop names here
+    return coarse_kind(items) is Kind.TENSOR and items.any_of(EVIDENT_TENSORS)
 
 
 def condition_kind(test: cst.BaseExpression, facts: TensorFacts) -> Kind:
@@ -181,6 +199,7 @@ class TensorCondition(Rule):
         Example("@torch.compile\ndef f(x):\n    assert (x > 0).all(), f'bad input {x.shape}'\n    return x\n"),
         Example("@torch.compile\ndef f(x, u):\n    z = (x.sum() > 0) and (u.sum() > 0)\n    return z\n"),
         Example("@torch.compile\ndef f(x):\n    assert not (x > 100).any()\n    return x\n"),
+        Example("@torch.compile\ndef f(x):\n    if any(x.sum(0) > 0):\n        return x\n    return -x\n"),
         Example(
             "@torch.compile\ndef f(x):\n    if x.sum().item() > 0:\n        return x\n    return -x\n",
             flags=(CAPTURE_SCALAR,),
@@ -200,6 +219,9 @@ class TensorCondition(Rule):
             "@torch.compile\ndef f(x, jumps):\n    on_jump = False\n    if len(jumps):\n        on_jump = x.sum() > jumps[0]\n    if on_jump:\n        return -x\n    return x\n"
         ),
         Example("@torch.compile\ndef f(x):\n    return torch.where(x.sum() > 0, x + 1, x - 1)\n"),
+        Example(
+            "@torch.compile\ndef f(x):\n    if all(size > 0 for size in x.shape):\n        return x\n    return -x\n"
+        ),
         Example("@torch.compile\ndef f(x):\n    if x.sum().item() > 0:\n        return x\n    return -x\n"),
     )
 
@@ -257,6 +279,18 @@ class TensorCondition(Rule):
             self._check(test.expression, test, "assert", ctx)
         elif node.msg is not None and not isinstance(node.msg, cst.SimpleString):
             self._check(test, test, "assert-message", ctx)
+
+    def visit_Call(self, node: cst.Call, ctx: RuleContext) -> None:
+        if id(node) in ctx.reported or not tested_tensor_items(node, ctx):
+            return
+        builtin = node.func.value  # type: ignore[attr-defined]
+        ctx.report(
+            self,
+            node,
+            f"`{short_code(node)}` takes the truth of each tensor item: the graph breaks here",
+            fix=f"Reduce with tensor ops instead: `torch.stack([...]).{builtin}()` (one tensor, no Python branch), "
+            "or check it outside the compiled function.",
+        )
 
     def visit_BooleanOperation(self, node: cst.BooleanOperation, ctx: RuleContext) -> None:
         if id(node) in ctx.reported:

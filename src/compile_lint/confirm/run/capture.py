@@ -187,6 +187,20 @@ def capture_dynamo_log(traced_files: frozenset[str] = frozenset()) -> Iterator[D
 
 
 @contextlib.contextmanager
+def every_break_with_stack() -> Iterator[None]:
+    """Make Dynamo log every graph break with its user stack. It leaves the stack out of a break whose gb_type and
+    innermost frame it logged before, and that frame may be torch's own: `np.random.SeedSequence(...)` at two lines
+    breaks in the same polyfill frame, and `all()` over tensors in the same `all` polyfill, so the second line
+    would be lost."""
+    checker = torch._dynamo.utils.graph_break_dup_warning_checker
+    checker.add = lambda key: True  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        del checker.add  # the class's own method again
+
+
+@contextlib.contextmanager
 def forced_backend(backend: str) -> Iterator[None]:
     """Make every `torch.compile(...)` (including decorators run at import) use `backend`."""
     original = torch.compile

@@ -72,7 +72,6 @@ UNCOVERED: dict[str, tuple[str, str]] = {
     "GB0050": (DYNAMIC_ONLY, "an `except` clause whose type is known only at run time"),
     "GB0051": (DYNAMIC_ONLY, "an `except` clause whose type is known only at run time"),
     "GB0091": (DYNAMIC_ONLY, "a closure cell Dynamo reads before it is set (seen in a generator expression)"),
-    "GB4347": (DYNAMIC_ONLY, "iterating an object whose C type has no tp_iternext"),
 }
 
 

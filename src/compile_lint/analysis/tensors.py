@@ -1045,6 +1045,11 @@ def _numbers(value: Value) -> bool:
     return len(sequences) == len(value.atoms) and all(s.only(PYTHON_NUMBERS) for s in sequences)
 
 
+def _fixed_container(value: Value) -> bool:
+    """A module container, list, tuple, dict or string: Dynamo traces its length as a constant, not a size."""
+    return bool(value) and all(isinstance(atom, (Module, Seq, Tup, Mapping, Record)) or atom == STR for atom in value)
+
+
 def builtin_call_value(name: str, node: cst.Call, facts: TensorFacts) -> Value | None:
     """Python builtins called by their plain name (not shadowed by an import)."""
     if name in facts.imports.aliases:
@@ -1052,7 +1057,7 @@ def builtin_call_value(name: str, node: cst.Call, facts: TensorFacts) -> Value |
     args = [facts.value(a.value) for a in node.args if a.keyword is None]
     first = args[0] if args else UNKNOWN_VALUE
     if name == "len":
-        return SIZE_VALUE
+        return INT_VALUE if _fixed_container(first) else SIZE_VALUE
     if name in SCALAR_BUILTINS:
         if first.is_tensor_like or DATA in first:
             return Value.of(DATA, cond=first.cond_of(TENSOR_LIKE | {DATA}))

@@ -83,6 +83,12 @@ class RangeOverCallValue(Rule):
             "class M(nn.Module):\n    def forward(self, feats: list[torch.Tensor]):\n"
             "        for i in range(len(feats)):\n            feats[i] = feats[i] * 2\n        return feats\n"
         ),
+        Example(
+            "class M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            "        self.convs = nn.ModuleList([nn.Linear(4, 4), nn.Linear(4, 4)])\n\n"
+            "    def forward(self, x: torch.Tensor):\n        n = len(self.convs) - 1\n"
+            "        for i in range(n, -1, -1):\n            x = self.convs[i](x)\n        return x\n"
+        ),
     )
 
     def _int_params(self, ctx: RuleContext) -> set[str]:

@@ -71,6 +71,7 @@ from compile_lint.analysis.values import (
     Seq,
     Tup,
     Value,
+    common_keys,
     join_all,
 )
 
@@ -955,11 +956,7 @@ def _forwarded_keywords(mapping: Value, explicit: dict[str, Value]) -> dict[str,
     maps = [atom for atom in mapping if isinstance(atom, Mapping)]
     if not maps or len(maps) != len(mapping.atoms):
         return {}
-    forwarded: dict[str, Value] = {}
-    for key, _ in maps[0].keyed:
-        if key not in explicit and all(key in dict(m.keyed) for m in maps):
-            forwarded[key] = join_all(m.get(key) for m in maps)
-    return forwarded
+    return {key: value for key, value in common_keys(maps) if key not in explicit}
 
 
 def _string_key(node: cst.Subscript) -> str | None:
@@ -967,7 +964,8 @@ def _string_key(node: cst.Subscript) -> str | None:
     if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
         return None
     key = node.slice[0].slice.value
-    return key.evaluated_value if isinstance(key, cst.SimpleString) and isinstance(key.evaluated_value, str) else None
+    text = string_value(key) if isinstance(key, cst.SimpleString) else None
+    return text if isinstance(text, str) else None
 
 
 def _container_value(name: str, node: cst.Call, facts: TensorFacts) -> Value:

@@ -284,11 +284,11 @@ def _merge_containers(atoms: dict[Atom, int]) -> dict[Atom, int]:
     if seqs:
         merged[Seq(join_all(s.item for s in seqs))] = _and_all(atoms[s] for s in seqs)
     if maps:
-        merged[Mapping(join_all(m.value for m in maps), _common_keys(maps))] = _and_all(atoms[m] for m in maps)
+        merged[Mapping(join_all(m.value for m in maps), common_keys(maps))] = _and_all(atoms[m] for m in maps)
     return merged
 
 
-def _common_keys(maps: list[Mapping]) -> tuple[tuple[str, Value], ...]:
+def common_keys(maps: list[Mapping]) -> tuple[tuple[str, Value], ...]:
     """The keys every mapping knows by name, each with the join of their values."""
     keyed = [dict(m.keyed) for m in maps]
     common = [key for key, _ in maps[0].keyed if all(key in k for k in keyed)]

@@ -100,6 +100,17 @@ class RuleContext:
         """The user functions `node` calls (with what their parameters receive)."""
         return self.program.call_targets(self.facts, node) if self.program is not None else []
 
+    def breaking_target(self, node: cst.Call) -> CallTarget | None:
+        """The first user function `node` calls that breaks the graph; None if none does, or if that is not
+        known yet (then `revisit` is set: known once every reached function has been walked)."""
+        for target in self.call_targets(node):
+            breaks = self.breaks_in(target.key)
+            if breaks is None:
+                self.revisit = True
+            elif breaks:
+                return target
+        return None
+
     def names(self, rule: ReportingRule, kind: str) -> set[str]:
         """A rule's own set of local names (e.g. those bound to a list of tensors) in the function
         being walked; fresh for every function and file."""

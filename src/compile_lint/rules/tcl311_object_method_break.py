@@ -80,19 +80,15 @@ class ObjectMethodBreak(Rule):
             return
         if not any(isinstance(atom, Instance) for atom in ctx.facts.value(func.value)):
             return
-        for target in ctx.call_targets(node):
-            breaks = ctx.breaks_in(target.key)
-            if breaks is None:
-                ctx.revisit = True  # known once every reached function has been walked
-            elif breaks:
-                ctx.report(
-                    self,
-                    node,
-                    f"`{target.text}()` breaks the graph inside a method of `{func.value.value}`, an object made in "
-                    f"this function: Dynamo cannot rebuild it for eager Python and runs this whole function eagerly "
-                    f"({RECONSTRUCTION})",
-                )
-                return
+        target = ctx.breaking_target(node)
+        if target is not None:
+            ctx.report(
+                self,
+                node,
+                f"`{target.text}()` breaks the graph inside a method of `{func.value.value}`, an object made in "
+                f"this function: Dynamo cannot rebuild it for eager Python and runs this whole function eagerly "
+                f"({RECONSTRUCTION})",
+            )
 
 
 RULE = ObjectMethodBreak()

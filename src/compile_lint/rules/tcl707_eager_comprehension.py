@@ -118,13 +118,9 @@ def _call_breaks(call: cst.Call, ctx: RuleContext) -> bool:
     key = str(id(call))
     if key in quiet or key in breaking:
         return key in breaking
-    for target in ctx.call_targets(call):
-        breaks = ctx.breaks_in(target.key)
-        if breaks is None:
-            ctx.revisit = True  # known once every reached function has been walked
-        elif breaks:
-            breaking.add(key)
-            return True
+    if ctx.breaking_target(call) is not None:
+        breaking.add(key)
+        return True
     quiet.add(key)
     return False
 

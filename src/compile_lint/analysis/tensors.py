@@ -573,6 +573,8 @@ class TensorFacts:
                 if not rest:
                     return method
                 return method.join(self._call_through(node, func, rest))
+            if func.attr.value == "get" and receiver and all(isinstance(atom, Mapping) for atom in receiver):
+                return self._mapping_get(node, receiver)
         if isinstance(func, cst.Attribute) and func.attr.value in MODULE_RETURNS_SELF:
             chained = self._module_itself(func)
             if chained is not None:
@@ -593,6 +595,19 @@ class TensorFacts:
             if builtin is not None:
                 return builtin
         return self._call_through(node, func, self.value(func))
+
+    def _mapping_get(self, node: cst.Call, mappings: Value) -> Value:
+        """`{kind: self.fast}.get(kind, self.slow)` on a dict the analysis knows: the value of a literal key when
+        it is known by name, else every value the dict holds; and the default (None when none is given)."""
+        key = node.args[0].value if node.args else None
+        name = string_value(key) if isinstance(key, cst.SimpleString) else None
+        parts = []
+        for atom, cond in mappings.atoms.items():
+            assert isinstance(atom, Mapping)
+            held = atom.get(name) if isinstance(name, str) else join_all([atom.value, *(v for _, v in atom.keyed)])
+            parts.append(held.under(cond))
+        parts.append(self.value(node.args[1].value) if len(node.args) > 1 else NONE_VALUE)
+        return join_all(parts)
 
     def _type_call(self, node: cst.Call) -> Value | None:
         """`type(self)`: the class of an instance of a known user class (to reach its class-level methods)."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import libcst as cst
 
 from compile_lint.analysis.nodes import iter_nodes
@@ -60,7 +62,10 @@ class AutogradInRegion(Rule):
         "2.13 and 2.14: setting `.requires_grad` breaks (GB0206); `requires_grad_()` on an input or a "
         "parameter breaks (GB0125), even with False; on a tensor computed in the region it breaks (GB8985) "
         "when gradients are enabled and the tensor is used, and under `torch.no_grad()` only when the region "
-        "returns it or a view of it (the finding is then on the default path, else on the training path); "
+        "returns it or a view of it (the finding is then on the default path, else on the training path). A graph "
+        "break while the tensor is in use makes it an output of the graph before the break, which breaks too "
+        "(GB8985, under `torch.no_grad()` as well); inside `with torch.enable_grad():` so does a tensor computed "
+        "from it (torchsde's `y.detach().requires_grad_(True)` before `misc.vjp(outputs=g, inputs=y)`); "
         "`requires_grad_(False)` there traces. A torch factory called with `requires_grad=True` "
         "(`torch.tensor`, `torch.zeros`, `torch.zeros_like`, ...) breaks on its line (GB0225)."
     )
@@ -79,6 +84,7 @@ class AutogradInRegion(Rule):
         Example("class M(nn.Module):\n    def forward(self, x):\n        self.lin.weight.requires_grad_(False)\n        return self.lin(x)\n"),
         Example("@torch.compile\ndef f(x):\n    y = x.detach()\n    y.requires_grad = True\n    return y\n"),
         Example("@torch.compile\ndef f(x):\n    loss = torch.tensor(0.0, requires_grad=True)\n    return loss + x.sum()\n"),
+        Example("@torch.compile\ndef f(x):\n    with torch.enable_grad():\n        y = x.detach().requires_grad_(True)\n        (g,) = torch.autograd.grad((y * y).sum(), y)\n    return g\n"),
     )  # fmt: skip
     valid = (
         Example("@torch.compile\ndef f(x):\n    return torch.func.grad(lambda t: (t * t).sum())(x)\n"),
@@ -134,10 +140,14 @@ class AutogradInRegion(Rule):
         elif node.args and dotted_code(node.args[0].value) == "False":
             return
         elif ctx.facts.may_be_tensor(receiver):
+            code = REQUIRES_GRAD_LEAK
+            live = _live_at_later_break(node, ctx)
             if _returned(node, ctx):
-                code, where = REQUIRES_GRAD_LEAK, "on a tensor computed in the region, which the region returns"
+                where = "on a tensor computed in the region, which the region returns"
+            elif live == "leaf" or (live == "derived" and _under_enable_grad(node, ctx)):
+                where = "on a tensor computed in the region, still in use when a later call breaks the graph"
             else:
-                code, where = REQUIRES_GRAD_LEAK, "on a tensor computed in the region, used when gradients are on"
+                where = "on a tensor computed in the region, used when gradients are on"
                 cond = Cond.TRAINING  # under no_grad only the tensor itself (or a view of it) as an output breaks
         else:
             return
@@ -241,6 +251,88 @@ def _returned(call: cst.Call, ctx: RuleContext) -> bool:
             if node.func.attr.value == "register_hook" and isinstance(hooked, cst.Name) and hooked.value in names:
                 return True
     return False
+
+
+def _live_at_later_break(call: cst.Call, ctx: RuleContext) -> str | None:
+    """Measured on 2.13 and 2.14: a graph break makes every tensor still in use an output of the graph before it,
+    so the leaf `call` made leaks (GB8985 at `call`) when it is used at or after a later statement that breaks;
+    with gradients on, so does a tensor computed from it. "leaf" when the leaf itself is used then, "derived"
+    when only tensors computed from it (not through `.detach()`) are; None without such a break. Breaks seen:
+    autograd calls and calls of user functions that break (`misc.vjp(outputs=g, inputs=y)` in torchsde)."""
+    function = ctx.function
+    if function is None:
+        return None
+    statements = list(_simple_statements(function.node))
+    start = next((i for i, s in enumerate(statements) if any(n is call for n in iter_nodes(s))), None)
+    if start is None:
+        return None
+    leaf = _assigned_names(statements[start])
+    derived: set[str] = set()
+    for index in range(start + 1, len(statements)):
+        statement = statements[index]
+        if _breaks(statement, ctx):
+            used = {n.value for later in statements[index:] for n in iter_nodes(later) if isinstance(n, cst.Name)}
+            return "leaf" if used & leaf else "derived" if used & derived else None
+        if _reads_any(statement, leaf | derived):
+            derived |= _assigned_names(statement)
+    return None
+
+
+def _simple_statements(function: cst.FunctionDef) -> Iterator[cst.SimpleStatementLine]:
+    """The function's own statement lines in source order (not those of nested functions or classes)."""
+    for node in iter_nodes(function.body, prune=(cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+        if isinstance(node, cst.SimpleStatementLine):
+            yield node
+
+
+def _assigned_names(statement: cst.SimpleStatementLine) -> set[str]:
+    names: set[str] = set()
+    for small in statement.body:
+        if isinstance(small, cst.Assign):
+            for target in small.targets:
+                names.update(n.value for n in iter_nodes(target.target) if isinstance(n, cst.Name))
+    return names
+
+
+def _reads_any(statement: cst.SimpleStatementLine, names: set[str]) -> bool:
+    """Does an assignment compute from one of `names` other than through `.detach()`?"""
+    for small in statement.body:
+        if isinstance(small, cst.Assign):
+            detached = {
+                id(n.func.value)
+                for n in iter_nodes(small.value)
+                if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == "detach"
+            }
+            if any(
+                isinstance(n, cst.Name) and n.value in names and id(n) not in detached for n in iter_nodes(small.value)
+            ):
+                return True
+    return False
+
+
+def _breaks(statement: cst.SimpleStatementLine, ctx: RuleContext) -> bool:
+    for node in iter_nodes(statement):
+        if isinstance(node, cst.Call) and (
+            ctx.resolve(node.func) in AUTOGRAD_CALLS or ctx.breaking_target(node) is not None
+        ):
+            return True
+    return False
+
+
+AUTOGRAD_CALLS = frozenset({"torch.autograd.grad", "torch.autograd.backward"})
+
+
+def _under_enable_grad(call: cst.Call, ctx: RuleContext) -> bool:
+    """Inside `with torch.enable_grad():`, where gradients are on whatever the caller's mode."""
+    function = ctx.function
+    if function is None:
+        return False
+    return any(
+        isinstance(node, cst.With)
+        and any(isinstance(i.item, cst.Call) and ctx.resolve(i.item.func) == "torch.enable_grad" for i in node.items)
+        and any(n is call for n in iter_nodes(node.body))
+        for node in iter_nodes(function.node.body)
+    )
 
 
 def _leaf_of(value: cst.BaseExpression) -> cst.BaseExpression:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from compile_lint.config import Config
 from compile_lint.engine import lint
+from compile_lint.finding import Finding
 from fixture_support import FIXTURES, ROOT
 
 ITEM_IN_REGION = "import torch\n\n@torch.compile\ndef f(x):\n    return x * x.sum().item()\n"
@@ -92,3 +93,47 @@ def test_decorators_that_return_what_they_are_given_are_no_wrappers() -> None:
     model = FIXTURES / "decorators_pkg" / "models" / "documented.py"
     findings = lint([str(model)], Config(root=ROOT), use_cache=False).findings
     assert [(f.line, f.code) for f in findings] == [(38, "TCL101")]
+
+
+ATTRIBUTES = """import torch
+from torch import nn
+
+
+class Base(nn.Module):
+    def __init__(self, **kwargs):
+        super().__init__()
+        self.scale = kwargs.get("scale", 1)
+
+    def setup_cache(self):
+        self.cache = {}
+
+    def load(self):
+        self.loaded = True
+
+
+class Net(Base):
+    def __init__(self):
+        super().__init__(scale=torch.ones(1))
+
+    def forward(self, x):
+        if self.scale.sum() > 0:
+            return x
+        return x * 2
+"""
+
+
+def test_an_attribute_lookup_walks_only_the_methods_that_may_assign_it(tmp_path: Path) -> None:
+    """`self.scale` walks the classes' `__init__`s (the one that writes it, and the one forwarding to it), not
+    `setup_cache` or `load`: a base class with many such methods (transformers' PreTrainedModel) was walked
+    whole on a model's first attribute lookup, again in each file flake8 hands the plugin."""
+    from compile_lint.config import Options
+    from compile_lint.engine import load_source, parse_source
+    from compile_lint.project import Project
+
+    path = write(tmp_path / "model.py", ATTRIBUTES)
+    parsed = parse_source(str(path), path.read_text())
+    assert not isinstance(parsed, Finding)
+    project = Project([parsed], Options(), (), load_source)
+    walked = {qualname for _, qualname in project.program._attribute_walks}
+    assert "Base.__init__" in walked and not walked & {"Base.setup_cache", "Base.load"}
+    assert [f.code for f in project.findings()] == ["TCL103"]

@@ -83,7 +83,7 @@ class Program:
         self._running: set[tuple[FunctionKey, frozenset[tuple[str, Value]]]] = set()
         self._depth = 0
         self._attributes: dict[ClassKey, dict[str, Value]] = {}
-        self._attributes_ready: set[ClassKey] = set()
+        self._attribute_walks: set[FunctionKey] = set()  # methods walked for the attributes they assign
         self._module_reasons: dict[ClassKey, str | None] = {}
         self._none_checks: dict[FunctionKey, str | None] = {}
         self._missing_modules: set[str] = set()
@@ -376,7 +376,7 @@ class Program:
         constructor's arguments, other attributes by `setattr` or `__init__(**kwargs)`."""
         for key in self.mro(cls):
             info = self._classes[key]
-            self._ensure_attributes(key)
+            self._ensure_attribute(key, name)
             found = self._attributes.get(key, {}).get(name)
             if found is not None:
                 return found
@@ -403,15 +403,18 @@ class Program:
         current = attributes.get(name)
         attributes[name] = (value if current is None else current.join(value)).widen()
 
-    def _ensure_attributes(self, cls: ClassKey) -> None:
-        """Walk (once) every method of the class that assigns `self.<x>`, recording what it assigns."""
-        if cls in self._attributes_ready:
-            return
-        self._attributes_ready.add(cls)
-        info = self._classes[cls]
-        for key in info.methods.values():
-            function = self._functions[key]
-            if function.assigned_attributes:
+    def _ensure_attribute(self, cls: ClassKey, name: str) -> None:
+        """Walk (once each) the methods of the class that may assign `self.<name>`, recording what they assign:
+        those writing it or registering buffers and parameters, and `__init__`, whose `super().__init__(**kwargs)`
+        records a base class's attributes. Not every method assigning something: transformers' `PreTrainedModel`
+        has 15, and `self.config` needs only its `__init__` (walking all of them, again for each file flake8
+        hands the plugin, was most of the plugin's cost)."""
+        for method_name, key in self._classes[cls].methods.items():
+            assigned = self._functions[key].assigned_attributes
+            wanted = name in assigned or "<registered>" in assigned or method_name == "__init__"
+            if assigned and wanted and key not in self._attribute_walks:
+                self._attribute_walks.add(key)
+                function = self._functions[key]
                 self.summary(key, self.entry_params(function, self.instance_value(cls), entry=False))
 
     def setattr_targets(self, receiver: Value) -> list[CallTarget]:

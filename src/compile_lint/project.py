@@ -23,6 +23,8 @@ from compile_lint.config import HALF_PRECISION, OPT_IN, Options
 from compile_lint.finding import Finding
 from compile_lint.rules import all_rules
 
+RECONSTRUCTION = "GB0092"  # Reconstruction failure: Dynamo gives up on the frame it is blamed in
+
 
 @cache
 def dispatch_tables() -> tuple[dict[type[cst.CSTNode], list[Visitor]], dict[type[cst.CSTNode], list[Visitor]]]:
@@ -69,6 +71,8 @@ class Project:
         self._callees: dict[tuple[str, str], set[tuple[str, str]]] = {}
         self._revisit: set[tuple[str, str]] = set()
         self._breaking: set[tuple[str, str]] | None = None
+        self._skipped: set[tuple[str, str]] = set()  # reached functions whose frame Dynamo gives up on
+        self._skip_asked: set[tuple[str, str]] = set()  # functions whose rules asked it of themselves
         self._callers: dict[tuple[str, str], set[tuple[str, str]]] = {}
         self._flags_by_folder: dict[str, set[str]] = {}
         self.reachability.run(self._analyze)
@@ -120,13 +124,31 @@ class Project:
                     breaking.add(caller)
                     pending.append(caller)
         self._breaking = breaking
-        for key in sorted(self._revisit):
+        self._skipped = self._reconstruction_failures()
+        self._walk_again(sorted(self._revisit))
+        # A reconstruction failure the second walk found (TCL311 needs `breaking`) makes its function run eagerly:
+        # the functions that asked whether it does are walked once more.
+        before, self._skipped = self._skipped, self._reconstruction_failures()
+        self._walk_again(sorted(key for key in self._skip_asked if key in self._skipped and key not in before))
+
+    def _walk_again(self, keys: list[tuple[str, str]]) -> None:
+        for key in keys:
             info = self.program.function(key)
             if info is not None:
                 self._analyze(info, self.reached[key])
 
+    def _reconstruction_failures(self) -> set[tuple[str, str]]:
+        """The reached functions with a finding that predicts a reconstruction failure: Dynamo gives up on them."""
+        return {key for key, reports in self._reports.items() if any(RECONSTRUCTION in p.gb_codes for p in reports)}
+
     def _breaks_in(self, key: tuple[str, str]) -> bool | None:
         return None if self._breaking is None else key in self._breaking
+
+    def _frame_skipped(self, key: tuple[str, str]) -> bool | None:
+        if self._breaking is None:
+            return None
+        self._skip_asked.add(key)
+        return key in self._skipped
 
     def _callers_of(self, key: tuple[str, str]) -> frozenset[tuple[str, str]] | None:
         return None if self._breaking is None else frozenset(self._callers.get(key, ()))
@@ -139,6 +161,7 @@ class Project:
         ctx = self._context(index, info, reach)
         ctx.breaks_in = self._breaks_in
         ctx.callers = self._callers_of
+        ctx.frame_skipped = self._frame_skipped
         region_rules, _ = dispatch_tables()
         flow = Flow(
             self.program,
@@ -193,7 +216,10 @@ class Project:
                 for path, report in self._at_decorators(key, pending, reach):
                     by_path.setdefault(path, []).append((report, None))
                 continue
-            by_path.setdefault(key[0], []).extend((report, reach) for report in pending)
+            by_path.setdefault(key[0], []).extend((report, reach) for report in pending if report.elsewhere is None)
+            for report in pending:  # a line of another function (linted or not: the site is in its file)
+                if report.elsewhere is not None and self.program.is_linted(report.elsewhere[0]):
+                    by_path.setdefault(report.elsewhere[0], []).append((report, None))
         for path in sorted(self.program.linted):
             index = self.program.index_of(path)
             module_reports: list[tuple[Pending, Reach | None]] = [(r, None) for r in self._module_reports(index)]

@@ -90,6 +90,7 @@ class Program:
         self._module_files: dict[str, FileIndex | None] = {}
         self._module_lookups: dict[tuple[str, str], FileIndex | None] = {}  # by module as written and importer
         self._mros: dict[ClassKey, list[ClassKey]] = {}
+        self._metaclasses: dict[ClassKey, list[ClassKey]] = {}
         self._imports: dict[tuple[str, str], Value | None] = {}
         self._closures: dict[FunctionKey, Env] = {}
         self._pass_through: dict[FunctionKey, bool] = {}
@@ -308,6 +309,22 @@ class Program:
             for _, value in self.base_values(info):
                 pending.extend(atom.cls for atom in value.classes())
         return order
+
+    def metaclasses(self, key: ClassKey) -> list[ClassKey]:
+        """The user-code classes named `metaclass=` by the class or an ancestor (Python uses the most derived;
+        each is returned, first the closest); computed once per class."""
+        known = self._metaclasses.get(key)
+        if known is not None:
+            return known
+        found: list[ClassKey] = []
+        for current in self.mro(key):
+            info = self._classes[current]
+            facts = TensorFacts(self.files[info.path].imports, self, info.path)
+            for arg in info.node.keywords:
+                if arg.keyword is not None and arg.keyword.value == "metaclass":
+                    found.extend(atom.cls for atom in facts.value(arg.value).classes() if atom.cls not in found)
+        self._metaclasses[key] = found
+        return found
 
     def method(self, cls: ClassKey, name: str) -> FunctionKey | None:
         for key in self.mro(cls):

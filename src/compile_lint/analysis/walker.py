@@ -20,6 +20,7 @@ from compile_lint.analysis.nodes import child_fields, iter_nodes
 from compile_lint.analysis.program import Program
 from compile_lint.analysis.regions import Reach
 from compile_lint.analysis.tensors import CallTarget, TensorFacts
+from compile_lint.analysis.values import FunctionKey
 from compile_lint.finding import Severity
 from compile_lint.versions import NEWEST, TorchVersion
 
@@ -60,6 +61,9 @@ class Pending:
     fix: str
     path_cond: int  # the path condition under which the line runs (values.Cond flags)
     anchor: cst.CSTNode | None = None  # where the finding starts, when not at `node` (the line Dynamo blames)
+    # The function `node` is in, when not the one walked: a line Dynamo blames in code it runs as a frame of its
+    # own because of what the walked function does (a metaclass `__call__` run eagerly).
+    elsewhere: FunctionKey | None = None
 
 
 @dataclass
@@ -79,6 +83,9 @@ class RuleContext:
     breaks_in: Callable[[tuple[str, str]], bool | None] = lambda key: None
     # The reached functions that call a reached function; None while the regions are still being walked.
     callers: Callable[[tuple[str, str]], frozenset[tuple[str, str]] | None] = lambda key: None
+    # Whether Dynamo gives up on a reached function's whole frame (a reconstruction failure in it), which then
+    # runs eagerly; None while the regions are still being walked (set `revisit`).
+    frame_skipped: Callable[[tuple[str, str]], bool | None] = lambda key: None
     revisit: bool = False
     reported: set[int] = field(default_factory=set)  # ids of nodes some rule claimed already
     pending: list[Pending] = field(default_factory=list)
@@ -129,13 +136,15 @@ class RuleContext:
         fix: str | None = None,
         cond: int = 0,
         anchor: cst.CSTNode | None = None,
+        elsewhere: FunctionInfo | None = None,
     ) -> None:
         """Report `node`; the keyword arguments override the rule's defaults for this one finding (`cond`: a
         path condition the line itself adds, e.g. the half-precision check an `and` evaluates first; `anchor`:
-        a node before `node` where the finding starts instead, the line Dynamo blames)."""
+        a node before `node` where the finding starts instead, the line Dynamo blames; `elsewhere`: the function
+        `node` is in, when not the walked one)."""
         if condition is None:
             condition = f"unless:{rule.silenced_by}" if rule.silenced_by else "always"
-        owner = self.function.qualname if self.function else None
+        owner = elsewhere.qualname if elsewhere else self.function.qualname if self.function else None
         path_cond = self.cond | cond
         if isinstance(node, cst.BaseExpression):
             path_cond |= self.facts.cond_of(node)
@@ -151,6 +160,7 @@ class RuleContext:
                 fix or rule.fix,
                 path_cond,
                 anchor if anchor is not node else None,
+                elsewhere.key if elsewhere else None,
             )
         )
         if condition == "always":  # a report that a flag may drop must not hide others' findings

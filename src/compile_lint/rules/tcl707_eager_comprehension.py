@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import libcst as cst
 
-from compile_lint.analysis.tensors import short_code
+from compile_lint.analysis.index import FunctionInfo
+from compile_lint.analysis.tensors import param_names, short_code
 from compile_lint.analysis.values import Mapping, Seq, Tup, Value
 from compile_lint.analysis.walker import RuleContext, iter_nodes
 from compile_lint.config import OPT_IN
@@ -68,14 +71,16 @@ class EagerComprehension(Rule):
         self._check(node, ctx)
 
     def _check(self, node: cst.ListComp | cst.DictComp | cst.SetComp, ctx: RuleContext) -> None:
-        if ctx.function is None or not _uses_tensors(node, ctx):
+        if ctx.function is None:
             return
-        nodes = _own_nodes(ctx.function.node)
-        order = {id(n): i for i, n in enumerate(nodes)}
-        here = order.get(id(node))
-        if here is None or not any(isinstance(n, cst.Try) for n in nodes):
+        frame = _Frame.of(node, ctx)
+        if frame is None or not _uses_tensors(node, frame, ctx):
             return
-        if not any(_runs_eagerly(here, order[id(block)], nodes, ctx) for block in _breaking_tries(nodes, ctx)):
+        here = frame.order.get(id(node))
+        if here is None or not any(isinstance(n, cst.Try) for n in frame.nodes):
+            return
+        tries = _breaking_tries(frame, ctx)
+        if not any(_runs_eagerly(here, frame.order[id(block)], frame.nodes, ctx) for block in tries):
             return
         code = NO_TRACKER if ctx.torch_version >= (2, 14) else MISSING_ITERNEXT
         ctx.report(
@@ -88,6 +93,31 @@ class EagerComprehension(Rule):
         )
 
 
+@dataclass
+class _Frame:
+    """The function whose frame holds the comprehension: the walked function, or a function nested in it (a
+    decorator's `wrapper`), with the parameters of the functions around it (`func` of `def decorator(func)`)."""
+
+    node: cst.FunctionDef
+    outer_params: set[str]
+    nodes: list[cst.CSTNode]
+    order: dict[int, int]
+
+    @staticmethod
+    def of(node: cst.CSTNode, ctx: RuleContext) -> _Frame | None:
+        assert ctx.function is not None
+        chain = _enclosing_defs(ctx.function.node, node)
+        if not chain:
+            return None
+        outer_params = {p.name.value for d in chain[:-1] for p in param_names(d.params)}
+        nodes = _own_nodes(chain[-1])
+        return _Frame(chain[-1], outer_params, nodes, {id(n): i for i, n in enumerate(nodes)})
+
+    @property
+    def params(self) -> list[str]:
+        return [p.name.value for p in param_names(self.node.params)]
+
+
 def _runs_eagerly(here: int, start: int, nodes: list[cst.CSTNode], ctx: RuleContext) -> bool:
     """Does the comprehension at position `here` run eagerly when the `try` at `start` breaks? Measured: one in
     or after the `try` always does. One before it does when Dynamo gives up on the whole function, which it
@@ -98,31 +128,62 @@ def _runs_eagerly(here: int, start: int, nodes: list[cst.CSTNode], ctx: RuleCont
     return not any(isinstance(n, COMPREHENSIONS) and _computes_on_tensors(n, ctx) for n in nodes[:start])
 
 
-def _breaking_tries(nodes: list[cst.CSTNode], ctx: RuleContext) -> list[cst.Try]:
-    """The function's `try` statements whose block calls a function that breaks the graph, or holds a finding
+def _breaking_tries(frame: _Frame, ctx: RuleContext) -> list[cst.Try]:
+    """The frame's `try` statements whose block calls a function that breaks the graph, or holds a finding
     of another rule that predicts a break on the default path (seen when the block comes first)."""
     own = {id(p.node) for p in ctx.pending if p.gb_codes and p.rule.code not in OPT_IN}
     found = []
-    for block in nodes:
+    for block in frame.nodes:
         if isinstance(block, cst.Try):
             inner = list(iter_nodes(block.body))
             calls = [n for n in inner if isinstance(n, cst.Call)]
-            if any(id(n) in own for n in inner) or any(_call_breaks(n, ctx) for n in calls):
+            if any(id(n) in own for n in inner) or any(_call_breaks(n, frame, ctx) for n in calls):
                 found.append(block)
     return found
 
 
-def _call_breaks(call: cst.Call, ctx: RuleContext) -> bool:
+def _call_breaks(call: cst.Call, frame: _Frame, ctx: RuleContext) -> bool:
     """Whether a function the call runs breaks the graph (remembered for the walk of this function)."""
     breaking, quiet = ctx.names(RULE, "breaking calls"), ctx.names(RULE, "quiet calls")
     key = str(id(call))
     if key in quiet or key in breaking:
         return key in breaking
-    if ctx.breaking_target(call) is not None:
+    if ctx.breaking_target(call) is not None or _calls_breaking_decorated(call, frame, ctx):
         breaking.add(key)
         return True
     quiet.add(key)
     return False
+
+
+def _calls_breaking_decorated(call: cst.Call, frame: _Frame, ctx: RuleContext) -> bool:
+    """`func(self, *args, **kwargs)` in the wrapper of `def decorator(func)`: it calls the functions the decorator
+    is applied to (`func` is a parameter of a function around the wrapper); does one of them break?"""
+    name = call.func
+    if not isinstance(name, cst.Name) or name.value not in frame.outer_params or name.value in frame.params:
+        return False
+    breaks = [ctx.breaks_in(info.key) for info in _decorated(ctx)]
+    if None in breaks:
+        ctx.revisit = True  # known once every reached function has been walked
+    return any(breaks)
+
+
+def _decorated(ctx: RuleContext) -> list[FunctionInfo]:
+    """The reached functions that the walked function decorates (`@capture` or `@capture(...)`)."""
+    if ctx.reach is None or ctx.program is None:
+        return []
+    return [info for key in ctx.reach.decorates if (info := ctx.program.function(key)) is not None]
+
+
+def _wraps_module_methods(frame: _Frame, ctx: RuleContext) -> bool:
+    """Is the frame a decorator's wrapper around methods of nn.Module classes only (its first parameter,
+    `self`, is then the module)?"""
+    decorated = _decorated(ctx) if frame.outer_params and ctx.program is not None else []
+    program = ctx.program
+    return bool(decorated) and all(
+        info.kind == "method" and info.class_key is not None and program is not None
+        and program.is_module_class(info.class_key)
+        for info in decorated
+    )  # fmt: skip
 
 
 def _computes_on_tensors(node: cst.ListComp | cst.DictComp | cst.SetComp, ctx: RuleContext) -> bool:
@@ -141,19 +202,40 @@ def _own_nodes(function: cst.FunctionDef) -> list[cst.CSTNode]:
     return list(iter_nodes(function.body, prune=nested))
 
 
-def _uses_tensors(node: cst.ListComp | cst.DictComp | cst.SetComp, ctx: RuleContext) -> bool:
+def _enclosing_defs(root: cst.FunctionDef, target: cst.CSTNode) -> list[cst.FunctionDef]:
+    """The functions from `root` down to the innermost one that holds `target` ([] if `root` does not)."""
+    if target is root:
+        return [root]
+    for child in root.children:
+        if child is target:
+            return [root]
+        for node in iter_nodes(child, prune=(cst.FunctionDef,)):
+            if node is target:
+                return [root]
+            if isinstance(node, cst.FunctionDef):
+                inner = _enclosing_defs(node, target)
+                if inner:
+                    return [root, *inner]
+    return []
+
+
+def _uses_tensors(node: cst.ListComp | cst.DictComp | cst.SetComp, frame: _Frame, ctx: RuleContext) -> bool:
     """Dynamo compiles a frame only if, when it starts, it holds a tensor or a module (also inside a list, tuple
     or dict) or reads a torch module: here the names the comprehension reads from its function (its first
-    iterable is evaluated by the function, and its loop variables are not bound yet)."""
+    iterable is evaluated by the function, and its loop variables are not bound yet). In a decorator's wrapper
+    around module methods, the wrapper's first parameter is the module."""
     bound: set[str] = set()
     clause: cst.CompFor | None = node.for_in
     while clause is not None:
         bound.update(n.value for n in iter_nodes(clause.target) if isinstance(n, cst.Name))
         clause = clause.inner_for_in
     outer_iterable = {id(n) for n in iter_nodes(node.for_in.iter)}
+    module_param = frame.params[0] if frame.params and _wraps_module_methods(frame, ctx) else None
     for name in iter_nodes(node):
         if not isinstance(name, cst.Name) or name.value in bound or id(name) in outer_iterable:
             continue
+        if name.value == module_param:
+            return True
         if (ctx.resolve(name) or "").startswith("torch") or _holds_tensors(ctx.facts.value(name)):
             return True
     return False

@@ -79,6 +79,8 @@ class RuleContext:
     breaks_in: Callable[[tuple[str, str]], bool | None] = lambda key: None
     # The reached functions that call a reached function; None while the regions are still being walked.
     callers: Callable[[tuple[str, str]], frozenset[tuple[str, str]] | None] = lambda key: None
+    # The reports of a reached function's last walk; None while the regions are still being walked.
+    reports_in: Callable[[tuple[str, str]], list[Pending] | None] = lambda key: None
     revisit: bool = False
     reported: set[int] = field(default_factory=set)  # ids of nodes some rule claimed already
     pending: list[Pending] = field(default_factory=list)

@@ -9,7 +9,7 @@ import libcst as cst
 from compile_lint.analysis.index import FunctionInfo
 from compile_lint.analysis.tensors import param_names, short_code
 from compile_lint.analysis.values import Mapping, Seq, Tup, Value
-from compile_lint.analysis.walker import RuleContext, iter_nodes
+from compile_lint.analysis.walker import Pending, RuleContext, iter_nodes
 from compile_lint.config import OPT_IN
 from compile_lint.rules.base import Example, Rule
 
@@ -74,23 +74,41 @@ class EagerComprehension(Rule):
         if ctx.function is None:
             return
         frame = _Frame.of(node, ctx)
-        if frame is None or not _uses_tensors(node, frame, ctx):
+        if frame is None or not _uses_tensors(node, frame, ctx) or _resumed_iterable(node, ctx):
             return
         here = frame.order.get(id(node))
-        if here is None or not any(isinstance(n, cst.Try) for n in frame.nodes):
-            return
-        tries = _breaking_tries(frame, ctx)
-        if not any(_runs_eagerly(here, frame.order[id(block)], frame.nodes, ctx) for block in tries):
+        if here is None:
             return
         code = NO_TRACKER if ctx.torch_version >= (2, 14) else MISSING_ITERNEXT
-        ctx.report(
-            self,
-            node,
-            f"`{short_code(node)}` is in a function that breaks the graph in a `try` block, where Dynamo cannot "
-            f"resume: it runs the function eagerly, compiles this comprehension alone, then gives up on its "
-            f"iterator ({code})",
-            gb_codes=(code,),
-        )
+        tail = f"compiles this comprehension alone, then gives up on its iterator ({code})"
+        if _after_breaking_try(here, frame, ctx):
+            why = "breaks the graph in a `try` block, where Dynamo cannot resume: it runs the function eagerly, "
+            ctx.report(self, node, f"`{short_code(node)}` is in a function that {why}{tail}", gb_codes=(code,))
+            return
+        cond = _eager_remainder(node, frame, ctx)
+        if cond is not None:
+            why = (
+                "runs after a graph break, in code that computes nothing on tensors: Dynamo finds no operation to "
+                "compile there, runs that code eagerly, "
+            )
+            ctx.report(self, node, f"`{short_code(node)}` {why}{tail}", gb_codes=(code,), cond=cond)
+
+
+def _after_breaking_try(here: int, frame: _Frame, ctx: RuleContext) -> bool:
+    if not any(isinstance(n, cst.Try) for n in frame.nodes):
+        return False
+    tries = _breaking_tries(frame, ctx)
+    return any(_runs_eagerly(here, frame.order[id(block)], frame.nodes, ctx) for block in tries)
+
+
+def _resumed_iterable(node: cst.ListComp | cst.DictComp | cst.SetComp, ctx: RuleContext) -> bool:
+    """Measured: Dynamo models the iterator of a tuple or a `range` it is handed (the comprehension is then
+    traced), not that of a list, dict, set, string, `zip` or `enumerate`."""
+    iterable = node.for_in.iter
+    if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name) and iterable.func.value == "range":
+        return True
+    atoms = list(ctx.facts.value(iterable))
+    return bool(atoms) and all(isinstance(atom, Tup) for atom in atoms)
 
 
 @dataclass
@@ -184,6 +202,145 @@ def _wraps_module_methods(frame: _Frame, ctx: RuleContext) -> bool:
         and program.is_module_class(info.class_key)
         for info in decorated
     )  # fmt: skip
+
+
+def _eager_remainder(node: cst.CSTNode, frame: _Frame, ctx: RuleContext) -> int | None:
+    """The path condition of the break after which the comprehension runs eagerly, if it does (else None).
+    Measured: after a graph break Dynamo compiles the rest of the function as a frame of its own; when that
+    rest computes nothing on tensors it finds no operation, skips the frame and runs it eagerly. A
+    comprehension in it, or in a function it calls that computes nothing either (skipped the same way), is
+    then compiled alone."""
+    assert ctx.function is not None
+    if frame.node is not ctx.function.node:
+        return None
+    statements = _statements(frame.node)
+    own = _breaking_nodes(ctx.pending)
+    for index, statement in enumerate(statements):
+        if any(n is node for n in iter_nodes(statement)):
+            found = _last_break(statements[:index], own, ctx)
+            if found is not None and all(_computes_nothing(s) for s in statements[found[0] + 1 :]):
+                return found[1]
+            break
+    if not all(_computes_nothing(s) for s in statements):
+        return None
+    return _called_in_eager_remainder(ctx)
+
+
+def _called_in_eager_remainder(ctx: RuleContext) -> int | None:
+    """Is the walked function (which computes nothing) called in the rest of a caller after a break, a rest
+    that computes nothing but that call? The path condition of that break."""
+    assert ctx.function is not None and ctx.program is not None
+    callers = ctx.callers(ctx.function.key)
+    if callers is None:
+        ctx.revisit = True  # known once every reached function has been walked
+        return None
+    name = ctx.function.name
+    for key in sorted(callers):
+        info, reports = ctx.program.function(key), ctx.reports_in(key)
+        if info is None or reports is None:
+            continue
+        statements = _statements(info.node)
+        for index, statement in enumerate(statements):
+            if not any(isinstance(n, cst.Call) and _called_name(n) == name for n in iter_nodes(statement)):
+                continue
+            found = _last_break(statements[:index], _breaking_nodes(reports), None)
+            if found is not None and all(_computes_nothing(s, name) for s in statements[found[0] + 1 :]):
+                return found[1]
+    return None
+
+
+def _statements(function: cst.FunctionDef) -> list[cst.BaseStatement]:
+    body = function.body
+    return list(body.body) if isinstance(body, cst.IndentedBlock) else []
+
+
+def _breaking_nodes(reports: list[Pending]) -> dict[int, int]:
+    """The nodes another rule predicts a break at (on the default path or under a condition): id -> condition."""
+    return {id(p.node): p.path_cond for p in reports if p.gb_codes and p.rule.code not in OPT_IN}
+
+
+def _last_break(
+    statements: list[cst.BaseStatement], breaking: dict[int, int], ctx: RuleContext | None
+) -> tuple[int, int] | None:
+    """The last of these statements that is a call (alone or assigned) where the graph breaks: its index and
+    the break's path condition. With `ctx`, also a call of a user function that breaks."""
+    for index in range(len(statements) - 1, -1, -1):
+        call = _statement_call(statements[index])
+        if call is None:
+            continue
+        conds = [breaking[id(n)] for n in iter_nodes(call) if id(n) in breaking]
+        if conds:
+            return index, min(conds)
+        if ctx is not None and any(
+            ctx.breaking_target(n) is not None for n in iter_nodes(call) if isinstance(n, cst.Call)
+        ):
+            return index, ctx.cond
+    return None
+
+
+def _statement_call(statement: cst.BaseStatement) -> cst.Call | None:
+    """`f(...)`, `y = f(...)` or `y, = f(...)`: after a break in the call the rest of the statement only
+    stores its result."""
+    if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+        return None
+    small = statement.body[0]
+    value = small.value if isinstance(small, (cst.Expr, cst.Assign)) else None
+    return value if isinstance(value, cst.Call) else None
+
+
+SAFE_BUILTINS = frozenset({"zip", "enumerate", "len", "list", "tuple", "dict", "isinstance", "range", "iter"})
+
+
+def _computes_nothing(node: cst.CSTNode, callee: str | None = None) -> bool:
+    """Does this code only move values (names, attributes, containers, `is None` tests, a few builtins, and
+    calls of `callee`), so that Dynamo traces no operation in it? In `a if p is None else p` only the branch
+    taken when `p` is not None counts (the default path)."""
+    if isinstance(node, cst.SimpleStatementLine):
+        return all(
+            isinstance(small, (cst.Return, cst.Assign, cst.Expr, cst.Pass)) and _computes_nothing(small, callee)
+            for small in node.body
+        )
+    if isinstance(node, cst.BaseCompoundStatement):
+        return False
+    if isinstance(node, cst.IfExp) and _is_none_test(node.test):
+        taken = node.orelse if isinstance(node.test, cst.Comparison) and _is_op(node.test, cst.Is) else node.body
+        return _computes_nothing(taken, callee)
+    if isinstance(node, cst.Call):
+        name = _called_name(node)
+        safe = (isinstance(node.func, cst.Name) and name in SAFE_BUILTINS) or (callee is not None and name == callee)
+        if not safe:
+            return False
+    elif isinstance(node, cst.Comparison):
+        if not all(isinstance(t.operator, (cst.Is, cst.IsNot)) for t in node.comparisons):
+            return False
+    elif isinstance(node, FORBIDDEN):
+        return False
+    return all(_computes_nothing(child, callee) for child in node.children)
+
+
+FORBIDDEN = (cst.BinaryOperation, cst.UnaryOperation, cst.BooleanOperation, cst.Subscript, cst.AugAssign,
+             cst.Lambda, cst.Yield, cst.Await, cst.FunctionDef, cst.ClassDef)  # fmt: skip
+
+
+def _is_none_test(test: cst.BaseExpression) -> bool:
+    return (
+        isinstance(test, cst.Comparison)
+        and len(test.comparisons) == 1
+        and isinstance(test.comparisons[0].operator, (cst.Is, cst.IsNot))
+        and isinstance(test.comparisons[0].comparator, cst.Name)
+        and test.comparisons[0].comparator.value == "None"
+    )
+
+
+def _is_op(test: cst.Comparison, kind: type) -> bool:
+    return isinstance(test.comparisons[0].operator, kind)
+
+
+def _called_name(call: cst.Call) -> str | None:
+    func = call.func
+    if isinstance(func, cst.Name):
+        return func.value
+    return func.attr.value if isinstance(func, cst.Attribute) else None
 
 
 def _computes_on_tensors(node: cst.ListComp | cst.DictComp | cst.SetComp, ctx: RuleContext) -> bool:

@@ -21,7 +21,7 @@ COMPREHENSIONS = (cst.ListComp, cst.DictComp, cst.SetComp)
 class EagerComprehension(Rule):
     code = "TCL707"
     name = "eager-comprehension"
-    summary = "A list/dict/set comprehension in a function whose `try` block breaks: Dynamo skips its frame"
+    summary = "A list/dict/set comprehension that runs eagerly after a break (in a `try`, or in code with no tensor op): Dynamo skips its frame"
     gb_codes = (MISSING_ITERNEXT, NO_TRACKER)
     gb_codes_by_version = {(2, 13): (MISSING_ITERNEXT,), (2, 14): (NO_TRACKER,)}
     frame_skip = True
@@ -33,7 +33,10 @@ class EagerComprehension(Rule):
         "Flags a list, dict or set comprehension that uses a tensor, a module or `torch`, in a function of a "
         "compiled region with a `try` statement whose block calls a function that breaks the graph (or breaks "
         "itself): inside or after the `try`, and before it unless a comprehension before the `try` computes on "
-        "tensors."
+        "tensors. In a decorator's wrapper, the call of the decorated function breaks when that function does. "
+        "Also flags one that runs after a graph break when the rest of its function computes nothing on tensors "
+        "(only names, containers, `is None` tests, a few builtins, and calls of functions that compute nothing "
+        "either, where the comprehension may be). Not one over a tuple or a `range`."
     )
     why = (
         "Dynamo cannot resume a graph in the middle of a `try` block: at the break the rest of the function "
@@ -42,7 +45,10 @@ class EagerComprehension(Rule):
         "its own (Python 3.11), so Dynamo then compiles it alone, starting from the iterator its caller made, "
         "and has no model of that iterator. Measured with torch 2.13 (GB4347, missing tp_iternext) and 2.14 "
         "(GB9493): it gives up on the comprehension's frame. Dynamo skips a comprehension that uses no tensor "
-        "without a report."
+        "without a report. After a graph break Dynamo compiles the rest of the function as a frame of its own; "
+        "when it traces no operation there it skips that frame and runs it eagerly, and a function that code calls "
+        "is compiled alone, skipped the same way when it computes nothing (measured on both versions). Dynamo "
+        "does model the iterator of a tuple or a `range` (measured): such a comprehension is traced."
     )
     example = (
         "@torch.compile\ndef f(x, keys):\n    try:\n        print(x)\n    finally:\n        pass\n"
@@ -52,6 +58,8 @@ class EagerComprehension(Rule):
     invalid = (
         Example("def show(x):\n    print(x)\n\n@torch.compile\ndef f(x, keys):\n    try:\n        show(x)\n"
                 "        parts = {k: x * k for k in keys}\n    except ValueError:\n        parts = {}\n    return parts\n"),
+        Example("def fill(values, like):\n    return [torch.zeros_like(q) if p is None else p for p, q in zip(values, like)]\n\n"
+                "@torch.compile\ndef f(x):\n    print(x)\n    return fill([x], [x])\n"),
     )  # fmt: skip
     valid = (
         Example("@torch.compile\ndef f(x, keys):\n    try:\n        y = x + 1\n    finally:\n        pass\n"
@@ -59,6 +67,8 @@ class EagerComprehension(Rule):
         Example("@torch.compile\ndef f(x, keys):\n    try:\n        print(x)\n    finally:\n        pass\n"
                 "    return x, [k * 2 for k in keys]\n"),
         Example("@torch.compile\ndef f(x, keys):\n    print(x)\n    return [x * k for k in keys]\n"),
+        Example("@torch.compile\ndef f(x):\n    try:\n        print(x)\n    finally:\n        pass\n"
+                "    return [x * k for k in (1, 2)]\n"),
     )  # fmt: skip
 
     def visit_ListComp(self, node: cst.ListComp, ctx: RuleContext) -> None:

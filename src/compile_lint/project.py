@@ -153,6 +153,9 @@ class Project:
     def _callers_of(self, key: tuple[str, str]) -> frozenset[tuple[str, str]] | None:
         return None if self._breaking is None else frozenset(self._callers.get(key, ()))
 
+    def _reports_in(self, key: tuple[str, str]) -> list[Pending] | None:
+        return None if self._breaking is None else self._reports.get(key, [])
+
     def _analyze(self, info: FunctionInfo, reach: Reach) -> list[CallSite]:
         """Walk one reached function with the region rules; its reports replace those of an earlier walk."""
         if self._cancelled is not None and self._cancelled():
@@ -162,6 +165,7 @@ class Project:
         ctx.breaks_in = self._breaks_in
         ctx.callers = self._callers_of
         ctx.frame_skipped = self._frame_skipped
+        ctx.reports_in = self._reports_in
         region_rules, _ = dispatch_tables()
         flow = Flow(
             self.program,

@@ -50,6 +50,7 @@ class Reach:
     # A decorator whose file is not linted: where it is applied in linted code (decorated function, the
     # decorator expression), so that what its wrapper does on every call is reported there.
     applied_at: list[tuple[FunctionKey, cst.BaseExpression]] = field(default_factory=list)
+    decorates: list[FunctionKey] = field(default_factory=list)  # a decorator: the reached functions it wraps
 
     def describe(self) -> str:
         return f"reached from {self.root} via {' -> '.join(self.via)}" if self.via else ""
@@ -227,6 +228,8 @@ class Reachability:
                 for key, key_params in [(atom.key, params), *self._delegates(target)]:
                     self._offer(key, key_params, reach.cond, reach, f"@{dotted(callee)} (decorator)", nested_only=True)
                     applied = self.reached.get(key)
+                    if applied is not None and info.key not in applied.decorates:
+                        applied.decorates.append(info.key)
                     if (
                         applied is not None
                         and not self.program.is_linted(key[0])

@@ -86,6 +86,8 @@ class RuleContext:
     # Whether Dynamo gives up on a reached function's whole frame (a reconstruction failure in it), which then
     # runs eagerly; None while the regions are still being walked (set `revisit`).
     frame_skipped: Callable[[tuple[str, str]], bool | None] = lambda key: None
+    # The reports of a reached function's last walk; None while the regions are still being walked.
+    reports_in: Callable[[tuple[str, str]], list[Pending] | None] = lambda key: None
     revisit: bool = False
     reported: set[int] = field(default_factory=set)  # ids of nodes some rule claimed already
     pending: list[Pending] = field(default_factory=list)

@@ -58,6 +58,7 @@ from compile_lint.config import Mode
 
 ASSUMED_ATOMS = (ASSUMED, ASSUMED_MASK)
 NN_MODULE = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
+DISTRIBUTIONS = "torch.distributions."
 TUPLE_MODULES = frozenset({"LSTM", "GRU", "RNN", "MultiheadAttention", "LSTMCell", "AdaptiveLogSoftmaxWithLoss"})
 KNOWN_BASES = frozenset({"object", "typing.Generic", "typing.NamedTuple", "abc.ABC", "enum.Enum", "dict", "list",
                          "tuple", "Exception", "typing.Protocol", "torch.autograd.Function"})  # fmt: skip
@@ -368,6 +369,16 @@ class Program:
             )
         self._module_reasons[key] = reason
         return reason
+
+    def transform_base(self, key: ClassKey) -> str | None:
+        """The torch.distributions Transform class `key` derives from (`torch.distributions.Transform`,
+        `torch.distributions.ComposeTransform`, ...), through its user-code bases; None if it does not."""
+        for ancestor in self.mro(key):
+            for _, value in self.base_values(self._classes[ancestor]):
+                for atom in value.externals():
+                    if atom.name.startswith(DISTRIBUTIONS) and atom.name.endswith("Transform"):
+                        return atom.name
+        return None
 
     def is_module_class(self, key: ClassKey) -> bool:
         return self.module_reason(key) is not None

@@ -1,6 +1,7 @@
 """Compiled regions and everything they reach.
 
-Roots: `forward` of nn.Module classes, `@torch.compile` functions, `torch.compile(...)` targets,
+Roots: `forward` of nn.Module classes, the methods torch calls on a torch.distributions Transform,
+`@torch.compile` functions, `torch.compile(...)` targets,
 forward hooks, and the config's `extra-regions`. From them the walk follows every call into user
 code (direct calls, methods through the receiver's class, constructors, modules called as
 functions, functions stored in dicts, callbacks such as `checkpoint(fn)`, `__setattr__`), and the
@@ -26,6 +27,9 @@ from compile_lint.analysis.values import ClassKey, Cond, FunctionKey, Value
 
 MAX_WALKS = 4  # a function re-walked this often keeps its last parameter values
 MAX_DELEGATION = 3  # a decorator handing the work to another one, followed this deep
+# What torch.distributions runs of a Transform: `t(x)` runs `_call`, `t.inv(y)` runs `_inverse`, and a
+# TransformedDistribution's `sample`/`rsample`/`log_prob` run them and `log_abs_det_jacobian`.
+TRANSFORM_METHODS = ("_call", "_inverse", "log_abs_det_jacobian")
 
 
 @dataclass
@@ -88,6 +92,15 @@ def find_roots(program: Program, extra: Iterable[str] = (), excluded: Iterable[s
         inherited = "" if forward[1].startswith(cls.key[1] + ".") else f", inherited by {cls.name}"
         text = f"forward of an nn.Module ({cls.name} {reason}){note}{inherited}"
         add(program.function(forward), text, cond, cls.key)  # type: ignore[arg-type]
+    for cls in program.classes():
+        base = program.transform_base(cls.key) if program.is_linted(cls.path) else None
+        if base is None or cls.name in excluded or cls.key[1] in excluded:
+            continue
+        for name in TRANSFORM_METHODS:
+            method = program.method(cls.key, name)
+            if method is not None:
+                text = f"`{name}` of a torch.distributions Transform ({cls.name} derives from {base})"
+                add(program.function(method), text, 0, cls.key)  # type: ignore[arg-type]
     for path in program.linted:
         index = program.index_of(path)
         for target in index.compile_targets:

@@ -264,7 +264,7 @@ def collect_one(name: str, out: Path) -> None:
     torch._dynamo.reset()
     try:
         targets = targets_from_factory(model.factory)  # built untraced: only the calls count as "ran"
-        # a factory's own @torch.compile is undone: Dynamo runs no line event for the lines it traces
+        # a factory's own @torch.compile is undone: a compiled call would run its inductor graph, not the lines
         ran = traced_lines(lambda: run_all(targets, lambda target: original(target.fn)), wanted)
     except Exception:
         result.update(status="eager-error", error=traceback.format_exc(limit=-3))

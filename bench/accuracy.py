@@ -246,7 +246,7 @@ def collect_one(name: str, out: Path) -> None:
         every_break_with_stack,
         parse_break,
     )
-    from compile_lint.confirm.run.targets import Target, compiled, targets_from_factory
+    from compile_lint.confirm.run.targets import Target, compiled, original, targets_from_factory
 
     model = corpus_models().MODELS[name]
     wanted = corpus_filter()
@@ -264,7 +264,8 @@ def collect_one(name: str, out: Path) -> None:
     torch._dynamo.reset()
     try:
         targets = targets_from_factory(model.factory)  # built untraced: only the calls count as "ran"
-        ran = traced_lines(lambda: run_all(targets, lambda target: target.fn), wanted)
+        # a factory's own @torch.compile is undone: a compiled call would run its inductor graph, not the lines
+        ran = traced_lines(lambda: run_all(targets, lambda target: original(target.fn)), wanted)
     except Exception:
         result.update(status="eager-error", error=traceback.format_exc(limit=-3))
         save()
@@ -435,21 +436,50 @@ class Prediction:
     gb_codes: tuple[str, ...]
 
 
-def lint(root: Path, torch_versions: list[str]) -> dict[str, list[dict[str, Any]]]:
-    """The package together with the corpus factories (the user code whose compiled functions enter it), as
-    `compile-lint --torch-version X.Y` would lint it for each torch version: in a child process (`--lint`)."""
-    command = [sys.executable, __file__, "--lint", str(root), ",".join(torch_versions)]
+def required_corpus_packages(package: str) -> set[str]:
+    """The corpus packages `package` requires (its installed metadata's Requires-Dist, extras left out: what
+    installing it brings)."""
+    by_dist = {normalised(dist): name for name, dist in packages().items()}
+    found = list(importlib.metadata.distributions(path=[str(site_packages())], name=packages()[package]))
+    required = set()
+    for requirement in (found[0].requires or []) if found else []:
+        name, _, marker = requirement.partition(";")
+        dist = normalised(re.split(r"[\s\[(<>=!~]", name.strip(), maxsplit=1)[0])
+        if dist in by_dist and not re.search(r"\bextra\s*==", marker):
+            required.add(by_dist[dist])
+    return required
+
+
+def lint_groups() -> list[list[str]]:
+    """The corpus packages joined by required dependencies (connected components), each linted in one process:
+    a user of gpytorch lints it with the linear_operator it calls, so the walk from their compiled functions
+    enters both. Each package is in one group, so no file is linted (and counted) twice."""
+    group_of = {package: {package} for package in packages()}
+    for package in packages():
+        for dependency in required_corpus_packages(package):
+            joined = group_of[package] | group_of[dependency]
+            for member in joined:
+                group_of[member] = joined
+    unique = {id(group): group for group in group_of.values()}.values()
+    return sorted(sorted(group) for group in unique)
+
+
+def lint(roots: list[Path], torch_versions: list[str]) -> dict[str, list[dict[str, Any]]]:
+    """The packages (a lint group) together with the corpus factories (the user code whose compiled functions enter
+    them), as `compile-lint --torch-version X.Y` would lint them for each torch version: in a child process."""
+    command = [sys.executable, __file__, "--lint", os.pathsep.join(map(str, roots)), ",".join(torch_versions)]
     done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
-    if done.returncode != 0:  # reported with the figures; the package's sites count as missed
+    if done.returncode != 0:  # reported with the figures; the group's sites count as missed
         error = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else f"exit {done.returncode}"
-        LINT_ERRORS[package_of(root.name)] = error
-        print(f"compile-lint failed on {root.name}: {error}", flush=True)
+        for root in roots:
+            LINT_ERRORS[package_of(root.name)] = error
+        print(f"compile-lint failed on {', '.join(root.name for root in roots)}: {error}", flush=True)
         return {version: [] for version in torch_versions}
     findings: dict[str, list[dict[str, Any]]] = json.loads(done.stdout)
     return findings
 
 
-def lint_for_versions(root: Path, torch_versions: list[str]) -> None:
+def lint_for_versions(roots: list[Path], torch_versions: list[str]) -> None:
     """In the child: the files parsed once, then the project analysed for each torch version (the rules differ
     by version, the parse does not; parsing is most of a lint), the findings filtered as the CLI filters them;
     printed as JSON, torch version -> findings."""
@@ -457,7 +487,7 @@ def lint_for_versions(root: Path, torch_versions: list[str]) -> None:
     from compile_lint.config import load_config
 
     gc.disable()  # as the CLI's analysis does: the trees live until the process ends, and hold no cycles
-    paths = [str(root), str(CORPUS / "models.py")]
+    paths = [*map(str, roots), str(CORPUS / "models.py")]
     config = load_config(paths)
     files, unlisted = engine.find_files(paths, config)
     items, unread = engine.read_all(files)
@@ -471,14 +501,15 @@ def lint_for_versions(root: Path, torch_versions: list[str]) -> None:
 
 
 def predict(jobs: int, torch_versions: list[str]) -> dict[str, list[Prediction]]:
-    """torch version -> the findings of each package linted on its own with the corpus factories, as its user
-    would lint their code with it for that torch; `jobs` processes, the largest package first."""
+    """torch version -> the findings of each lint group (`lint_groups`) linted with the corpus factories, as its user
+    would lint their code with it for that torch; `jobs` processes, the largest group first."""
     missing = [package for package, root in source_roots().items() if not root.exists()]
     if missing:
         sys.exit(f"corpus packages not found in {site_packages()}: {', '.join(missing)}")
-    roots = sorted(source_roots().values(), key=lambda root: -sum(1 for _ in root.rglob("*.py")))
+    groups = [[source_roots()[package] for package in group] for group in lint_groups()]
+    groups.sort(key=lambda roots: -sum(1 for root in roots for _ in root.rglob("*.py")))
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        linted = list(pool.map(lambda root: lint(root, torch_versions), roots))
+        linted = list(pool.map(lambda roots: lint(roots, torch_versions), groups))
     predictions: dict[str, list[Prediction]] = {version: [] for version in torch_versions}
     for by_version in linted:
         for version, findings in by_version.items():
@@ -815,10 +846,10 @@ def main() -> None:
     parser.add_argument("--install-sources", type=Path, metavar="DIR", help="pip install the pinned packages' "
                         "source (no dependencies) into DIR, then exit")  # fmt: skip
     parser.add_argument("--collect", nargs=2, metavar=("MODELS", "OUT"), help=argparse.SUPPRESS)
-    parser.add_argument("--lint", nargs=2, metavar=("ROOT", "VERSIONS"), help=argparse.SUPPRESS)
+    parser.add_argument("--lint", nargs=2, metavar=("ROOTS", "VERSIONS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.lint:
-        lint_for_versions(Path(args.lint[0]), args.lint[1].split(","))
+        lint_for_versions([Path(root) for root in args.lint[0].split(os.pathsep)], args.lint[1].split(","))
         return
     if args.install_sources:
         install_sources(args.install_sources)

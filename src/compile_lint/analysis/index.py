@@ -214,6 +214,8 @@ class _Indexer:
             info.kind = "method"
         for decorator in node.decorators:
             self.decorator(info, decorator.decorator)
+        if qualname in self.index.functions and _property_accessor(node):
+            return  # `@x.setter` / `@x.deleter` share the getter's qualname: reading `obj.x` runs the getter
         self.index.functions[qualname] = info
         if cls is not None and outer is None:
             cls.methods.setdefault(node.name.value, info.key)
@@ -250,6 +252,14 @@ class _Indexer:
         self.index.classes[qualname] = info
         body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
         self.statements(body, info, None, qualname + ".")
+
+
+def _property_accessor(node: cst.FunctionDef) -> bool:
+    """Decorated `@<name>.setter` or `@<name>.deleter`."""
+    return any(
+        isinstance(d.decorator, cst.Attribute) and d.decorator.attr.value in ("setter", "deleter")
+        for d in node.decorators
+    )
 
 
 def _qualname(name: str, outer: FunctionInfo | None, prefix: str) -> str:

@@ -597,16 +597,22 @@ class TensorFacts:
         return self._call_through(node, func, self.value(func))
 
     def _mapping_get(self, node: cst.Call, mappings: Value) -> Value:
-        """`{kind: self.fast}.get(kind, self.slow)` on a dict the analysis knows: the value of a literal key when
-        it is known by name, else every value the dict holds; and the default (None when none is given)."""
+        """`{kind: self.fast}.get(kind, self.slow)` on a dict the analysis knows: the value of a key known by name
+        (`**kwargs` a caller passed), else every value the dict may hold and the default (None when none is given);
+        unknown for a dict of unknown values."""
         key = node.args[0].value if node.args else None
         name = string_value(key) if isinstance(key, cst.SimpleString) else None
+        default = self.value(node.args[1].value) if len(node.args) > 1 else NONE_VALUE
         parts = []
         for atom, cond in mappings.atoms.items():
             assert isinstance(atom, Mapping)
-            held = atom.get(name) if isinstance(name, str) else join_all([atom.value, *(v for _, v in atom.keyed)])
-            parts.append(held.under(cond))
-        parts.append(self.value(node.args[1].value) if len(node.args) > 1 else NONE_VALUE)
+            keyed = dict(atom.keyed)
+            if isinstance(name, str) and name in keyed:
+                parts.append(keyed[name].under(cond))
+            elif UNKNOWN in atom.value:  # a dict of anything (`**kwargs` nobody named): as unknown as before
+                parts.append(UNKNOWN_VALUE.under(cond))
+            else:
+                parts.append(join_all([atom.value, *keyed.values(), default]).under(cond))
         return join_all(parts)
 
     def _type_call(self, node: cst.Call) -> Value | None:

@@ -113,12 +113,13 @@ def _after_breaking_try(here: int, frame: _Frame, ctx: RuleContext) -> bool:
 
 def _resumed_iterable(node: cst.ListComp | cst.DictComp | cst.SetComp, ctx: RuleContext) -> bool:
     """Measured: Dynamo models the iterator of a tuple or a `range` it is handed (the comprehension is then
-    traced), not that of a list, dict, set, string, `zip` or `enumerate`."""
+    traced), not that of a list, dict, set, string, `zip` or `enumerate`, nor that of an empty tuple (a
+    `table.get(key, ())` default: GB4347 / GB9493 on 2.13 / 2.14, `fixtures/eager_comprehension_in_wrapper.py`)."""
     iterable = node.for_in.iter
     if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name) and iterable.func.value == "range":
         return True
     atoms = list(ctx.facts.value(iterable))
-    return bool(atoms) and all(isinstance(atom, Tup) for atom in atoms)
+    return bool(atoms) and all(isinstance(atom, Tup) and atom.items for atom in atoms)
 
 
 @dataclass

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from compile_lint.analysis.tensors import Kind, dotted_code, short_code, torch_call_kind
-from compile_lint.analysis.values import TENSOR_VALUE
+from compile_lint.analysis.values import TENSOR_VALUE, Mapping, join_all
 from compile_lint.analysis.walker import RuleContext
 from compile_lint.rules.base import Example, Rule
 
@@ -48,14 +48,17 @@ class SortedTensors(Rule):
         "of those) and there is no key or the key returns a tensor (`key=lambda t: t.sum()`, `key=torch.norm`), "
         "and `sorted(t)` on a tensor itself; and `min()`/`max()` over tensors with a `key=`: a tensor-valued "
         "key on torch 2.14, any key on torch 2.13. Keys on static facts (`key=lambda t: t.shape[0]`) are fine "
-        "for `sorted`, as are `max()`/`min()` over tensors without a key."
+        "for `sorted`, as are `max()`/`min()` over tensors without a key. On torch 2.13 also `sorted(d.items())` "
+        "without a key when the dict's values may be tensors, modules or user objects."
     )
     why = (
         "Python's sort compares the elements (or keys) with `<`, and each comparison of tensors is a "
         "data-dependent boolean. Dynamo cannot trace a sort whose keys are not constants (GB0207); "
         "`sorted(t)` on a tensor fails even earlier, iterating it (GB0059). The graph ends, the sort runs "
         "eagerly and a new graph starts after it. Measured: `min`/`max` with a tensor-valued key break on "
-        "torch 2.14 (GB5687); torch 2.13 fails on any `key=` over tensors (GB0193), even `key=len`."
+        "torch 2.14 (GB5687); torch 2.13 fails on any `key=` over tensors (GB0193), even `key=len`. torch 2.13 "
+        "also refuses to sort (key, value) pairs whose values are not constants (GB0207, linear_operator's "
+        "`for name, val in sorted(kwargs.items())`), even though unique keys never compare the values; 2.14 traces it."
     )
     example = (
         "@torch.compile\ndef f(x):\n    scores = [r.sum() for r in x]\n    ranked = sorted(scores)\n"
@@ -80,6 +83,21 @@ class SortedTensors(Rule):
     def tensor_sequence(self, node: cst.BaseExpression, ctx: RuleContext) -> bool:
         """Is `node` a list/tuple (or comprehension, split, ...) whose elements are tensors?"""
         return any(items.is_tensor_like for items in ctx.facts.value(node).sequences())
+
+    @staticmethod
+    def _items_of_objects(sequence: cst.BaseExpression, ctx: RuleContext) -> bool:
+        """`d.items()` of a dict whose values may be tensors, modules or user objects (measured, 2.13 only:
+        `sorted(d.items())` breaks with GB0207 then, not with numbers or strings, nor with a `key=`)."""
+        if not (
+            isinstance(sequence, cst.Call)
+            and isinstance(sequence.func, cst.Attribute)
+            and sequence.func.attr.value == "items"
+            and not sequence.args
+        ):
+            return False
+        mappings = [atom for atom in ctx.facts.value(sequence.func.value) if isinstance(atom, Mapping)]
+        held = join_all([value for m in mappings for value in (m.value, *(v for _, v in m.keyed))])
+        return held.is_tensor_like or bool(held.instances() or held.modules())
 
     def _key_is_tensor(self, key: cst.BaseExpression, ctx: RuleContext) -> bool:
         if isinstance(key, cst.Lambda):
@@ -158,7 +176,17 @@ class SortedTensors(Rule):
             if not node.args or node.args[0].keyword is not None:
                 return
             sequence = node.args[0].value
-            if self.tensor_sequence(sequence, ctx):
+            if ctx.torch_version < (2, 14) and len(node.args) == 1 and self._items_of_objects(sequence, ctx):
+                ctx.report(
+                    self,
+                    node,
+                    f"`{dotted_code(node)}` sorts (key, value) pairs whose values are tensors or objects: torch 2.13 "
+                    f"cannot trace a sort whose elements are not all constants ({NON_CONSTANT_SORT})",
+                    gb_codes=(NON_CONSTANT_SORT,),
+                    fix="Sort the keys only, then read the values: `for name in sorted(d): val = d[name]` "
+                    "(or pass `key=lambda item: item[0]`).",
+                )
+            elif self.tensor_sequence(sequence, ctx):
                 self._check(node, sequence, ctx)
             elif ctx.facts.is_tensor(sequence):
                 shown = dotted_code(sequence)

@@ -30,6 +30,7 @@ class ImportMap:
 
     def __init__(self) -> None:
         self.aliases: dict[str, str] = {}
+        self.stars: list[str] = []  # modules imported with `from module import *`, as written (maybe relative)
 
     def add(self, node: cst.Import | cst.ImportFrom) -> None:
         if isinstance(node, cst.Import):
@@ -41,9 +42,11 @@ class ImportMap:
                     top = full.split(".")[0]
                     self.aliases[top] = top
             return
-        if isinstance(node.names, cst.ImportStar):
-            return
         dots = "." * len(node.relative)
+        if isinstance(node.names, cst.ImportStar):
+            if node.module is not None:
+                self.stars.append(dots + _module_name(node.module))
+            return
         if node.module is None:  # `from . import utils`: a module of the package
             for alias in node.names:
                 local = alias.asname.name.value if alias.asname and isinstance(alias.asname.name, cst.Name) else None

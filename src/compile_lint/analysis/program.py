@@ -259,7 +259,23 @@ class Program:
         found = env.get(name)
         if found is None and name in index.imports.aliases:  # a package re-exporting `from .loop import f`
             return self.import_value(path, index.imports.aliases[name])
+        if found is None and not name.startswith("_"):
+            return self._star_imported(index, name)
         return found
+
+    def _star_imported(self, index: FileIndex, name: str) -> Value | None:
+        """A public name a package gets with `from .core import *` (normflows' `nf.NormalizingFlow`)."""
+        for module in index.imports.stars:
+            key = (index.path, f"{module}.{name}")
+            if key in self._imports:  # asked already, or being resolved (a cycle of star imports)
+                found = self._imports[key]
+            else:
+                self._imports[key] = None
+                source = self.file_for_module(module, index.path)
+                found = self._imports[key] = self.global_value(source.path, name) if source is not None else None
+            if found is not None:
+                return found
+        return None
 
     def string_table(self, path: str, name: str) -> list[str] | None:
         """The values of a module-level dict literal whose values are all string constants
@@ -636,6 +652,10 @@ class Program:
             target = targets.get(atom.key)
             return self.summary(atom.key, target.params) if target else UNKNOWN_VALUE
         if isinstance(atom, ClassObject):
+            init = self.method(atom.cls, "__init__")
+            target = targets.get(init) if init else None
+            if target is not None:  # what this construction passes becomes the attributes `__init__` assigns
+                self.summary(target.key, target.params)
             return self.instance_value(atom.cls)
         if isinstance(atom, Module):
             if atom.cls is not None:

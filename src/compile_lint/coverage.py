@@ -31,7 +31,6 @@ UNCOVERED: dict[str, tuple[str, str]] = {
     "GB0003": (NOT_YET, "tracing a generator object created outside the region"),
     "GB0004": (NOT_YET, "super().__delattr__() on an object Dynamo does not track"),
     "GB0005": (DYNAMIC_ONLY, "str() of an object whose type implements it in C, known only from its runtime type"),
-    "GB0006": (NOT_YET, "calling a super() attribute that is not a method"),
     "GB0009": (DYNAMIC_ONLY, "a skipped function reached through a value Dynamo wraps at run time"),
     "GB0010": (NOT_YET, "reading a name after `del`"),
     "GB0011": (NOT_YET, "reading an unbound local (a bug in the traced code)"),

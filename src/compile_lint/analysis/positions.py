@@ -81,6 +81,8 @@ def function_starts(text: str) -> dict[str, tuple[int, str]]:
         prefix, body = pending.pop()
         for node in body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                if prefix + node.name in starts and _property_accessor(node):
+                    continue  # `@x.setter` shares the getter's name; the index keeps the getter (index.py)
                 line = node.decorator_list[0].lineno if node.decorator_list else node.lineno
                 starts[prefix + node.name] = (line, lines[node.lineno - 1][: node.col_offset])
             elif isinstance(node, ast.ClassDef):
@@ -88,6 +90,10 @@ def function_starts(text: str) -> dict[str, tuple[int, str]]:
             elif isinstance(node, (ast.If, ast.Try, ast.With, ast.For, ast.While)):
                 pending.append((prefix, [*node.body, *getattr(node, "orelse", []), *getattr(node, "finalbody", [])]))
     return starts
+
+
+def _property_accessor(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    return any(isinstance(d, ast.Attribute) and d.attr in ("setter", "deleter") for d in node.decorator_list)
 
 
 def spans_in_function(

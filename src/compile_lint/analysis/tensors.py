@@ -612,7 +612,7 @@ class TensorFacts:
             elif UNKNOWN in atom.value:  # a dict of anything (`**kwargs` nobody named): as unknown as before
                 parts.append(UNKNOWN_VALUE.under(cond))
             else:
-                parts.append(join_all([atom.value, *keyed.values(), default]).under(cond))
+                parts.append(atom.every_value().join(default).under(cond))
         return join_all(parts)
 
     def _type_call(self, node: cst.Call) -> Value | None:

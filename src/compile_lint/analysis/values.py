@@ -101,6 +101,10 @@ class Mapping:
     def get(self, key: str) -> Value:
         return dict(self.keyed).get(key, self.value)
 
+    def every_value(self) -> Value:
+        """What any key may hold: the values of the keys known by name and of the others."""
+        return join_all([self.value, *(value for _, value in self.keyed)])
+
 
 @dataclass(frozen=True)
 class Module:

@@ -96,7 +96,7 @@ class SortedTensors(Rule):
         ):
             return False
         mappings = [atom for atom in ctx.facts.value(sequence.func.value) if isinstance(atom, Mapping)]
-        held = join_all([value for m in mappings for value in (m.value, *(v for _, v in m.keyed))])
+        held = join_all(m.every_value() for m in mappings)
         return held.is_tensor_like or bool(held.instances() or held.modules())
 
     def _key_is_tensor(self, key: cst.BaseExpression, ctx: RuleContext) -> bool:

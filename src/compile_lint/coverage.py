@@ -70,7 +70,6 @@ UNCOVERED: dict[str, tuple[str, str]] = {
     "GB0049": (DYNAMIC_ONLY, "an op overload packet resolved at trace time"),
     "GB0050": (DYNAMIC_ONLY, "an `except` clause whose type is known only at run time"),
     "GB0051": (DYNAMIC_ONLY, "an `except` clause whose type is known only at run time"),
-    "GB0091": (DYNAMIC_ONLY, "a closure cell Dynamo reads before it is set (seen in a generator expression)"),
 }
 
 

@@ -205,9 +205,9 @@ class Flow:
             name = string_value(args[0].value)
             if isinstance(name, str) and self.facts.self_class is not None:
                 self.program.record_attribute(self.facts.self_class, name, TENSOR_VALUE)
-        elif method == "__init__" and _is_super(receiver) and any(arg.star == "**" for arg in args):
-            # The base class's `__init__` run with the subclass's forwarded keywords records the attributes it
-            # sets now, before the methods that read them are walked (`Solver(scale=t)` into `Base.__init__`).
+        elif method == "__init__" and _is_super(receiver) and args:
+            # The base class's `__init__` run with what the subclass passes (or forwards) records the attributes
+            # it sets now, before the methods that read them are walked (`Solver(scale=t)` into `Base.__init__`).
             self.facts.value(value)
         elif method in GROWING and args and isinstance(receiver, (cst.Name, cst.Attribute)):
             current = self.facts.value(receiver)

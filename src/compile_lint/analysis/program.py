@@ -64,7 +64,7 @@ KNOWN_BASES = frozenset({"object", "typing.Generic", "typing.NamedTuple", "abc.A
                          "tuple", "Exception", "typing.Protocol", "torch.autograd.Function"})  # fmt: skip
 MAX_SUMMARY_DEPTH = 12
 MAX_PASS_THROUGH = 4  # decorator -> inner decorator -> helper it returns through, followed this deep
-Arguments = tuple[list[Value], dict[str, Value], bool]  # positional, keywords, hidden by */**
+Arguments = tuple[list[Value], dict[str, Value], Value | None]  # positional, keywords, what */** spread
 SourceLoader = Callable[[str, str], FileIndex | None]  # (path, module name) -> index of a non-linted file
 
 
@@ -467,7 +467,7 @@ class Program:
             if isinstance(atom, (Module, Instance)) and atom.cls is not None:
                 method = self.method(atom.cls, "__setattr__")
                 if method is not None:
-                    params = self.bind_params(self._functions[method], [UNKNOWN_VALUE] * 2, {}, False, Value.of(atom))
+                    params = self.bind_params(self._functions[method], [UNKNOWN_VALUE] * 2, {}, None, Value.of(atom))
                     targets.append(CallTarget(method, params, "__setattr__", "setattr"))
         return targets
 
@@ -519,10 +519,11 @@ class Program:
         info: FunctionInfo,
         positional: list[Value],
         keywords: dict[str, Value],
-        starred: bool,
+        spread: Value | None,
         receiver: Value | None,
     ) -> Env:
-        """Parameter values for a call with these argument values (defaults for the rest)."""
+        """Parameter values for a call with these argument values (defaults for the rest; `spread`: what the
+        call's `*args` pass, None without `*args`/`**kwargs`)."""
         imports = self.files[info.path].imports
         ordered = list(param_names(info.node.params))
         positional = list(positional)
@@ -535,7 +536,7 @@ class Program:
                 value = positional[position]
             elif name in keywords:
                 value = keywords[name]
-            elif starred:
+            elif spread is not None:
                 value = UNKNOWN_VALUE
             else:
                 value = default_param_value(param, None, entry=False)
@@ -545,7 +546,8 @@ class Program:
             params[name] = value
         star = info.node.params.star_arg
         if isinstance(star, cst.Param):
-            params[star.name.value] = Value.of(Seq(join_all(positional[len(ordered) :]) or UNKNOWN_VALUE))
+            spilled = [*positional[len(ordered) :], *([spread] if spread is not None else [])]
+            params[star.name.value] = Value.of(Seq(join_all(spilled) or UNKNOWN_VALUE))
         kwargs = info.node.params.star_kwarg
         if kwargs is not None:
             extra = {k: v for k, v in keywords.items() if k not in params}
@@ -561,29 +563,29 @@ class Program:
             return memo
         func = node.func
         callee = facts.value(func)
-        positional, keywords, starred = facts.arguments(node)
+        positional, keywords, spread = facts.arguments(node)
         text = dotted(func) or short_code(func)
         targets: list[CallTarget] = []
         for atom in callee:
             if isinstance(atom, Function):
-                target = self._function_target(facts, func, atom, positional, keywords, starred, text)
+                target = self._function_target(facts, func, atom, positional, keywords, spread, text)
                 if target is not None:
                     targets.append(target)
             elif isinstance(atom, ClassObject):
                 init = self.method(atom.cls, "__init__")
                 if init is not None:
                     params = self.bind_params(
-                        self._functions[init], positional, keywords, starred, self.instance_value(atom.cls)
+                        self._functions[init], positional, keywords, spread, self.instance_value(atom.cls)
                     )
                     targets.append(CallTarget(init, params, "constructor", text))
             elif isinstance(atom, (Module, Instance)) and atom.cls is not None:
                 own_call = self.method(atom.cls, "__call__")  # a module class may wrap nn.Module.__call__
                 if isinstance(atom, Module) and own_call is not None:
-                    params = self.bind_params(self._functions[own_call], positional, keywords, starred, Value.of(atom))
+                    params = self.bind_params(self._functions[own_call], positional, keywords, spread, Value.of(atom))
                     targets.append(CallTarget(own_call, params, "__call__", text))
                 method = self.method(atom.cls, "forward" if isinstance(atom, Module) else "__call__")
                 if method is not None:
-                    params = self.bind_params(self._functions[method], positional, keywords, starred, Value.of(atom))
+                    params = self.bind_params(self._functions[method], positional, keywords, spread, Value.of(atom))
                     how = "forward" if isinstance(atom, Module) else "__call__"
                     targets.append(CallTarget(method, params, how, text))
         if not targets:
@@ -598,7 +600,7 @@ class Program:
         atom: Function,
         positional: list[Value],
         keywords: dict[str, Value],
-        starred: bool,
+        spread: Value | None,
         text: str,
     ) -> CallTarget | None:
         info = self._functions.get(atom.key)
@@ -619,7 +621,7 @@ class Program:
                 }
                 if any(isinstance(a, (Module, Instance)) for a in kept) or len(kept) == len(value.atoms):
                     receiver = Value(kept)
-        params = self.bind_params(info, positional, keywords, starred, receiver)
+        params = self.bind_params(info, positional, keywords, spread, receiver)
         return CallTarget(atom.key, params, "call", text)
 
     def _callbacks(
@@ -635,7 +637,7 @@ class Program:
                     continue
                 arguments = positional[position + 1 :] if checkpoint and position == 0 else []
                 receiver = self.instance_value(atom.bound) if atom.bound is not None else None
-                params = self.bind_params(info, arguments, {}, not checkpoint, receiver)
+                params = self.bind_params(info, arguments, {}, None if checkpoint else UNKNOWN_VALUE, receiver)
                 targets.append(CallTarget(atom.key, params, "checkpoint" if checkpoint else "callback", text))
         return targets
 

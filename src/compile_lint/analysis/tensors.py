@@ -701,22 +701,23 @@ class TensorFacts:
             return _opaque_call_value(callee)
         return self.program.call_value(self, node, func, callee)
 
-    def arguments(self, node: cst.Call) -> tuple[list[Value], dict[str, Value], bool]:
-        """Positional values, keyword values, and whether `*args`/`**kwargs` hide some."""
+    def arguments(self, node: cst.Call) -> tuple[list[Value], dict[str, Value], Value | None]:
+        """Positional values, keyword values, and what `*args` spread (a join of their items; None when the
+        call has no `*args`/`**kwargs`, which hide arguments)."""
         positional: list[Value] = []
         keywords: dict[str, Value] = {}
-        starred = False
+        spread: Value | None = None
         for arg in node.args:
             if arg.star == "**":
-                starred = True
+                spread = spread or BOTTOM
                 keywords.update(_forwarded_keywords(self.value(arg.value), keywords))
             elif arg.star:
-                starred = True
+                spread = (spread or BOTTOM).join(_spread_items(self.value(arg.value)))
             elif arg.keyword is not None:
                 keywords[arg.keyword.value] = self.value(arg.value)
             else:
                 positional.append(self.value(arg.value))
-        return positional, keywords, starred
+        return positional, keywords, spread
 
     # -- binding -----------------------------------------------------------------------------------
     def bind(self, target: cst.BaseExpression, value: Value, record: bool = True) -> None:
@@ -969,6 +970,14 @@ MODULE_CONTAINERS = frozenset({"torch.nn.ModuleList", "torch.nn.Sequential", "to
 TORCH_GENERATOR_CLASSES = frozenset({"torch.Generator", "torch._C.Generator"})
 TORCH_GENERATOR = "torch.Generator()"  # an instance, in the analysis' values
 RETURNS_SELF = frozenset({f"{TORCH_GENERATOR}.manual_seed"})  # library methods that return their receiver
+
+
+def _spread_items(value: Value) -> Value:
+    """The items `*value` passes: those of the lists and tuples it may be, unknown if it may be anything else."""
+    sequences = value.sequences()
+    if not sequences or len(sequences) != len(value.atoms):
+        return UNKNOWN_VALUE
+    return join_all(sequences)
 
 
 def _forwarded_keywords(mapping: Value, explicit: dict[str, Value]) -> dict[str, Value]:

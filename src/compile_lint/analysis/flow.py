@@ -205,16 +205,20 @@ class Flow:
             name = string_value(args[0].value)
             if isinstance(name, str) and self.facts.self_class is not None:
                 self.program.record_attribute(self.facts.self_class, name, TENSOR_VALUE)
-        elif method == "__init__" and _is_super(receiver) and args:
-            # The base class's `__init__` run with what the subclass passes (or forwards) records the attributes
-            # it sets now, before the methods that read them are walked (`Solver(scale=t)` into `Base.__init__`).
+        elif method == "__init__" and _is_super(receiver) and any(arg.star == "**" for arg in args):
+            # The base class's `__init__` run with the subclass's forwarded keywords records the attributes it
+            # sets now, before the methods that read them are walked (`Solver(scale=t)` into `Base.__init__`).
             self.facts.value(value)
         elif method in GROWING and args and isinstance(receiver, (cst.Name, cst.Attribute)):
             current = self.facts.value(receiver)
-            if any(isinstance(atom, Seq) for atom in current):
+            instances = current.instances()
+            if any(isinstance(atom, Seq) for atom in current) or instances:
                 added = self.facts.value(args[-1].value)
                 item = added.items() if method == "extend" else added
-                self.facts.bind(receiver, current.join(Value.of(Seq(item.widen(1)))))
+                for instance in instances:  # an instance of a `list` subclass: its class keeps the items
+                    self.program.record_list_items(instance.cls, item.widen(1))
+                if any(isinstance(atom, Seq) for atom in current):
+                    self.facts.bind(receiver, current.join(Value.of(Seq(item.widen(1)))))
 
     def _setattr_hook(self, target: cst.BaseExpression) -> None:
         """`obj.x = v` on a class with its own `__setattr__` runs it."""
@@ -292,7 +296,7 @@ class Flow:
     def _for(self, node: cst.For) -> bool:
         self.emit(node)
         self.visit(node.iter)
-        items = self.facts.value(node.iter).items()
+        items = self.facts.iterated(node.iter)
 
         def bind() -> None:
             self.facts.bind(node.target, items)

@@ -64,6 +64,7 @@ KNOWN_BASES = frozenset({"object", "typing.Generic", "typing.NamedTuple", "abc.A
                          "tuple", "Exception", "typing.Protocol", "torch.autograd.Function"})  # fmt: skip
 MAX_SUMMARY_DEPTH = 12
 MAX_PASS_THROUGH = 4  # decorator -> inner decorator -> helper it returns through, followed this deep
+LIST_ITEMS = "<items>"  # the attribute under which a list subclass's items are recorded
 Arguments = tuple[list[Value], dict[str, Value], Value | None]  # positional, keywords, what */** spread
 SourceLoader = Callable[[str, str], FileIndex | None]  # (path, module name) -> index of a non-linted file
 
@@ -441,6 +442,27 @@ class Program:
         if expression is None:
             return UNKNOWN_VALUE
         return TensorFacts(self.files[info.path].imports, self, info.path).value(expression)
+
+    def list_items(self, cls: ClassKey) -> Value | None:
+        """What iterating an instance of a user subclass of `list` yields: the items its instances were given
+        with `append`/`extend`/`insert` anywhere walked so far (None for other classes)."""
+        if not self.is_list_class(cls):
+            return None
+        return self._attributes.get(cls, {}).get(LIST_ITEMS) or UNKNOWN_VALUE
+
+    def record_list_items(self, cls: ClassKey, value: Value) -> None:
+        if self.is_list_class(cls):
+            self.record_attribute(cls, LIST_ITEMS, value)
+
+    def is_list_class(self, cls: ClassKey) -> bool:
+        """A user class deriving from the builtin `list` (`class LogitsProcessorList(list)`)."""
+        for key in self.mro(cls):
+            info = self._classes[key]
+            imports = self.files[info.path].imports
+            if any(isinstance(base, cst.Name) and base.value == "list" and "list" not in imports.aliases
+                   for base in info.bases):  # fmt: skip
+                return True
+        return False
 
     def record_attribute(self, cls: ClassKey, name: str, value: Value) -> None:
         attributes = self._attributes.setdefault(cls, {})

@@ -548,8 +548,20 @@ class TensorFacts:
     def bind_comprehension(self, loop: cst.CompFor | None) -> None:
         """Bind the loop targets of a comprehension (they leak into the function's names: harmless)."""
         while loop is not None:
-            self.bind(loop.target, self.value(loop.iter).items())
+            self.bind(loop.target, self.iterated(loop.iter))
             loop = loop.inner_for_in
+
+    def iterated(self, node: cst.BaseExpression) -> Value:
+        """What `for x in <node>` binds to `x`: the items of a list, tuple or module container, and those
+        recorded for an instance of a user `list` subclass."""
+        value = self.value(node)
+        if self.program is None or not value.instances():
+            return value.items()
+        parts = []
+        for atom, cond in value.atoms.items():
+            items = self.program.list_items(atom.cls) if isinstance(atom, Instance) else None
+            parts.append((items if items is not None else Value.of(atom).items()).under(cond))
+        return join_all(parts)
 
     def _named_expression(self, node: cst.NamedExpr) -> Value:
         value = self.value(node.value)

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from compile_lint.analysis.index import FunctionInfo
 from compile_lint.analysis.nodes import iter_nodes
-from compile_lint.analysis.tensors import TensorFacts, short_code
+from compile_lint.analysis.tensors import short_code
 from compile_lint.analysis.walker import RuleContext
 from compile_lint.rules.base import Example, Rule
 
@@ -35,8 +34,9 @@ class StarGenerator(Rule):
         "Flags a call in a compiled region with a generator expression as `*args` (`Composed(*(t(c) for t in "
         "parts))`) when the call breaks the graph (the function or constructor it runs does). On torch 2.13 at "
         "the call; on torch 2.14 where computing the first item mutates something: at the first construction of "
-        "a user class the items run (in the expression or in the function it calls), or at the call when the "
-        "generator iterates a local name."
+        "a user class in the item expression, or at the call when the generator iterates a local name (a "
+        "construction in a function the items call also breaks there on 2.14, and is not flagged: that "
+        "function's line runs for its other callers too)."
     )
     why = (
         "Dynamo keeps `*(generator)` as a lazy generator on its stack. When the call it is passed to breaks, the "
@@ -86,8 +86,7 @@ class StarGenerator(Rule):
         codes = (GENERATOR_RECONSTRUCTION,)
         construction = _first_construction(generator, ctx)
         if construction is not None:
-            site, function = construction
-            ctx.report(self, site, _message(node, GENERATOR_RECONSTRUCTION), gb_codes=codes, elsewhere=function)
+            ctx.report(self, construction, _message(node, GENERATOR_RECONSTRUCTION), gb_codes=codes)
         elif isinstance(generator.for_in.iter, cst.Name):
             ctx.report(self, node, _message(node, GENERATOR_RECONSTRUCTION), gb_codes=codes)
 
@@ -121,23 +120,11 @@ def _reads_enclosing_locals(generator: cst.GeneratorExp, ctx: RuleContext) -> bo
     )
 
 
-def _first_construction(generator: cst.GeneratorExp, ctx: RuleContext) -> tuple[cst.Call, FunctionInfo | None] | None:
-    """The first construction of a user class computing an item runs: in the item expression, or in a function
-    it calls (its module-level names resolved)."""
-    calls = [node for node in iter_nodes(generator.elt) if isinstance(node, cst.Call)]
-    for call in calls:
-        if ctx.facts.value(call.func).classes():
-            return call, None
-    assert ctx.program is not None
-    for call in calls:
-        for target in ctx.call_targets(call):
-            function = ctx.program.function(target.key)
-            if function is None or target.how == "constructor":
-                continue
-            facts = TensorFacts(ctx.program.files[function.path].imports, ctx.program, function.path)
-            for inner in iter_nodes(function.node.body):
-                if isinstance(inner, cst.Call) and facts.value(inner.func).classes():
-                    return inner, function
+def _first_construction(generator: cst.GeneratorExp, ctx: RuleContext) -> cst.Call | None:
+    """The first construction of a user class in the item expression."""
+    for node in iter_nodes(generator.elt):
+        if isinstance(node, cst.Call) and ctx.facts.value(node.func).classes():
+            return node
     return None
 
 

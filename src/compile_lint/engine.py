@@ -7,6 +7,7 @@ findings of a whole run, keyed by every file's content and the options.
 
 from __future__ import annotations
 
+import ast
 import fcntl
 import gc
 import hashlib
@@ -163,14 +164,21 @@ LONE_CR = re.compile(r"\r(?!\n)")
 def _guarded_index(path: str, module: str, text: str, limits: Limits) -> FileIndex | Finding:
     if "\r" in text:  # Python ends a line at a lone CR; libcst and the span recorder need LF to count it
         text = LONE_CR.sub("\n", text)
-    refused = _refusal(path, module, text, limits)
-    return refused if refused is not None else _index(path, module, text)
-
-
-def _refusal(path: str, module: str, text: str, limits: Limits) -> Finding | None:
-    """A TCL000 finding if the file must not reach libcst here: Python rejects it, or it would run over
-    the limits (then it is first tried alone in a bounded child)."""
     tree = guard.python_tree(text)
+    refused = _refusal(path, module, text, limits, tree)
+    if refused is not None:
+        return refused
+    index = _index(path, module, text)
+    if not isinstance(index, Finding) and not isinstance(tree, SyntaxError) and index.text == text:
+        from compile_lint.analysis.positions import function_starts
+
+        index.starts = function_starts(text, tree)
+    return index
+
+
+def _refusal(path: str, module: str, text: str, limits: Limits, tree: ast.Module | SyntaxError) -> Finding | None:
+    """A TCL000 finding if the file must not reach libcst here: Python rejects it (`tree`, the guard's
+    parse), or it would run over the limits (then it is first tried alone in a bounded child)."""
     if isinstance(tree, SyntaxError):
         python_error = unreadable(path, f"syntax error: {tree.msg}", tree.lineno or 1, tree.offset or 1)
         if isinstance(tree, guard.TooComplex) or not guard.can_fork():

@@ -295,7 +295,9 @@ class Project:
             by_owner.setdefault(pending.owner, []).append(pending.node)
             if pending.anchor is not None:
                 by_owner[pending.owner].append(pending.anchor)
-        starts = function_starts(index.text) if any(owner is not None for owner in by_owner) else {}
+        starts: dict[str, tuple[int, str]] = {}
+        if any(owner is not None for owner in by_owner):
+            starts = index.starts if index.starts is not None else function_starts(index.text)
         spans: dict[int, Span] = {}
         whole: list[cst.CSTNode] = []
         for owner, nodes in by_owner.items():

@@ -112,6 +112,9 @@ class FileIndex:
     # characters removed from each line's start, to put findings back at the file's columns.
     column_shifts: dict[int, int] | None = None
     packed: bool = False  # some function's body is still packed (the index was read from the cache)
+    # `positions.function_starts` of `text`, taken from the parse guard's tree when it parsed this text (the
+    # findings need them, and parsing the file again with Python's parser cost 5 ms per modeling file).
+    starts: dict[str, tuple[int, str]] | None = None
 
     @property
     def tree(self) -> cst.Module:

@@ -68,13 +68,14 @@ def spans_of(module: cst.Module, nodes: Iterable[cst.CSTNode]) -> dict[int, Span
     return recorder.spans
 
 
-def function_starts(text: str) -> dict[str, tuple[int, str]]:
+def function_starts(text: str, tree: ast.Module | None = None) -> dict[str, tuple[int, str]]:
     """Qualified name -> (line of its first decorator or `def`, indentation) of every function that is
-    not nested in another, from Python's own parser (much cheaper than libcst's positions)."""
+    not nested in another, from Python's own parser (much cheaper than libcst's positions); `tree`: that
+    parse of `text` when the caller has it (the parse guard's)."""
     starts: dict[str, tuple[int, str]] = {}
     lines = source_lines(text)
     try:
-        pending: list[tuple[str, list[ast.stmt]]] = [("", ast.parse(text).body)]
+        pending: list[tuple[str, list[ast.stmt]]] = [("", (tree or ast.parse(text)).body)]
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return starts  # libcst accepts what this Python does not: the caller falls back to the whole module
     while pending:

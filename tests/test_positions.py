@@ -7,9 +7,10 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from compile_lint.analysis.index import build_index
+from compile_lint.analysis.index import FileIndex, build_index
 from compile_lint.analysis.nodes import iter_nodes
 from compile_lint.analysis.positions import function_starts, spans_in_function, spans_of
+from compile_lint.engine import parse_source
 from fixture_support import fixture_files
 
 
@@ -18,6 +19,8 @@ def test_function_spans_match_module_spans(path: Path) -> None:
     text = path.read_text(encoding="utf-8")
     index = build_index(str(path), path.stem, cst.parse_module(text), text)
     starts = function_starts(text)
+    guarded = parse_source(str(path), text)
+    assert not isinstance(guarded, FileIndex) or guarded.starts in (None, starts)  # from the guard's own tree
     checked = 0
     for qualname, info in index.functions.items():
         if info.enclosing is not None or "<locals>" in qualname:

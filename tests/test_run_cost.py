@@ -1,6 +1,7 @@
 """What keeps a run cheap without changing its findings (issue 20): shared whitespace in packed trees, no
 torch source read through a package installed next to it, no reference cycles left for a frozen collector,
-no TOML parsed for a pyproject.toml that does not name compile-lint."""
+no TOML parsed for a pyproject.toml that does not name compile-lint, the findings' function
+starts taken from the parse guard's tree."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from compile_lint.analysis.index import FileIndex
 from compile_lint.analysis.nodes import string_value
 from compile_lint.analysis.packages import rooted_source
 from compile_lint.analysis.packing import pack_index, shared_whitespace
+from compile_lint.analysis.positions import function_starts
 from compile_lint.config import find_pyproject
 from compile_lint.engine import parse_source
 
@@ -69,3 +71,12 @@ def test_a_pyproject_that_does_not_name_compile_lint_is_not_parsed(tmp_path: Pat
     assert find_pyproject(tmp_path / "m.py") is None
     (tmp_path / "pyproject.toml").write_text('[tool.compile-lint]\nselect = ["TCL1"]\n')
     assert find_pyproject(tmp_path / "m.py") == (tmp_path / "pyproject.toml").resolve()
+
+
+def test_a_parsed_index_carries_the_function_starts_of_its_text() -> None:
+    index = parse_source("m.py", SOURCE)
+    assert isinstance(index, FileIndex)
+    assert index.starts == function_starts(SOURCE) == {"f": (4, ""), "M.g": (9, "    ")}
+    assert pickle.loads(pack_index(index)).starts == index.starts  # and the cache keeps them
+    plain = parse_source("m.py", "def f(x):\n\x0c    if x:\n        y = 1\n    return 1\n")
+    assert isinstance(plain, FileIndex) and plain.starts is None  # text made plain: computed from it when needed

@@ -15,7 +15,7 @@ Each parse loop and lint is a child process: both pay for starting Python and im
 writing is allowed (PYTHONDONTWRITEBYTECODE dropped) so the figures are those of an installed package with
 its .pyc files, not of compiling compile-lint's sources in every run.
 
-    python bench/incremental_speed.py --tree /work/tf-tree [--skip-whole]
+    python bench/incremental_speed.py --tree /work/tf-tree [--skip-whole] [--only-flake8]
 """
 
 from __future__ import annotations
@@ -60,10 +60,27 @@ def verdict(value: float, target: float) -> str:
     return f"target <= {target:g}: {'met' if value <= target else 'NOT met'}"
 
 
+def ten_files(models: Path, lint: list[str], floor: list[str], work: Path, cache: Path, skip_whole: bool) -> None:
+    ten = [str(models / name) for name in TEN]
+    if skip_whole:
+        measure([*lint, *ten], cache)  # their context into the index cache
+    for findings in cache.glob(".compile_lint_cache/*/*.json"):
+        findings.unlink()  # the analysis is measured, not the findings cache
+    parse_cpu, _ = measure([*floor, *ten], work)
+    lint_cpu, _ = measure([*lint, *ten], cache)
+    context = "after all of models/ was linted once" if not skip_whole else "after they were linted once"
+    print(
+        f"10 files {context}: lint {lint_cpu:.2f} s CPU, parse loop {parse_cpu:.2f} s -> "
+        f"{lint_cpu / parse_cpu:.2f}x ({verdict(lint_cpu / parse_cpu, 3)})",
+        flush=True,
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tree", type=Path, default=Path("/work/tf-tree"), help="an unzipped transformers wheel")
     parser.add_argument("--skip-whole", action="store_true", help="skip the cold run over all of models/")
+    parser.add_argument("--only-flake8", action="store_true", help="measure only the flake8 plugin / compile-lint")
     args = parser.parse_args()
     models = (args.tree / "transformers" / "models").resolve()
     lint = [sys.executable, "-m", "compile_lint", "--format", "concise"]
@@ -73,7 +90,7 @@ def main() -> None:
         floor = [sys.executable, str(work / "parse_loop.py")]
         whole_cache = work / "whole"
         whole_cache.mkdir()
-        if not args.skip_whole:
+        if not args.skip_whole and not args.only_flake8:
             files = python_files(models)
             parse_cpu, parse_rss = measure([*floor, *files], work)
             lint_cpu, lint_rss = measure([*lint, "-j", "1", str(models)], whole_cache)
@@ -83,19 +100,8 @@ def main() -> None:
                 f"peak RSS lint {lint_rss:.0f} MB ({verdict(lint_rss, 500)} MB), parse loop {parse_rss:.0f} MB",
                 flush=True,
             )
-        ten = [str(models / name) for name in TEN]
-        if args.skip_whole:
-            measure([*lint, *ten], whole_cache)  # their context into the index cache
-        for findings in whole_cache.glob(".compile_lint_cache/*/*.json"):
-            findings.unlink()  # the analysis is measured, not the findings cache
-        parse_cpu, _ = measure([*floor, *ten], work)
-        lint_cpu, _ = measure([*lint, *ten], whole_cache)
-        context = "after all of models/ was linted once" if not args.skip_whole else "after they were linted once"
-        print(
-            f"10 files {context}: lint {lint_cpu:.2f} s CPU, parse loop {parse_cpu:.2f} s -> "
-            f"{lint_cpu / parse_cpu:.2f}x ({verdict(lint_cpu / parse_cpu, 3)})",
-            flush=True,
-        )
+        if not args.only_flake8:
+            ten_files(models, lint, floor, work, whole_cache, args.skip_whole)
         folders = [str(models / name) for name in FLAKE8_FOLDERS]
         for name in ("flake8", "lint"):
             (work / name).mkdir()

@@ -739,8 +739,9 @@ def figures(evaluation: Evaluation, truth: dict[str, Any]) -> dict[str, Any]:
 # --- report ----------------------------------------------------------------------------------------------------
 
 
-def percent(value: float | None) -> str:
-    return "-" if value is None else f"{100 * value:.0f}%"
+def percent(part: int, whole: int) -> str:
+    """From the counts, not the 3-decimal ratio the JSON holds (17/19 is 89%, not 0.895 rounded to 90%)."""
+    return f"{100 * part / whole:.0f}%" if whole else "-"
 
 
 def print_table(scores: dict[str, Score]) -> None:
@@ -753,8 +754,8 @@ def print_table(scores: dict[str, Score]) -> None:
         noise = f[f"clean_findings_per_{CLEAN_NOISE_PER}"]
         print(
             f"{package:<30}{score.models:>5}{score.failed:>7}{score.clean_models:>6}{score.sites:>6}{score.found:>6}"
-            f"{percent(f['recall']):>7}{score.gb_agree:>6}{score.on_ran:>7}{score.on_ran_broke:>6}"
-            f"{percent(f['precision_on_ran']):>6}{score.never_ran:>10}{'-' if noise is None else noise:>9}"
+            f"{percent(score.found, score.sites):>7}{score.gb_agree:>6}{score.on_ran:>7}{score.on_ran_broke:>6}"
+            f"{percent(score.on_ran_broke, score.on_ran):>6}{score.never_ran:>10}{'-' if noise is None else noise:>9}"
         )
 
 
@@ -765,7 +766,7 @@ def print_rules(rules: dict[str, RuleScore]) -> None:
             print(f"{code:<8}{rule.findings:>9}   (predicts no graph break: recompile, correctness or fix advice)")
             continue
         print(f"{code:<8}{rule.findings:>9}{rule.on_ran:>7}{rule.on_ran_broke:>6}"
-              f"{percent(rule.figures()['precision_on_ran']):>6}{rule.on_clean:>9}{rule.never_ran:>10}")  # fmt: skip
+              f"{percent(rule.on_ran_broke, rule.on_ran):>6}{rule.on_clean:>9}{rule.never_ran:>10}")  # fmt: skip
 
 
 def source_line(file: str, line: int) -> str:

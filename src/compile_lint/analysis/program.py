@@ -59,6 +59,7 @@ from compile_lint.config import Mode
 ASSUMED_ATOMS = (ASSUMED, ASSUMED_MASK)
 NN_MODULE = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
 DISTRIBUTIONS = "torch.distributions."
+TRANSFORM_INVERSE = "_inv_call"  # torch's Transform method that runs `_inverse` (what `t.inv(y)` ends up calling)
 TUPLE_MODULES = frozenset({"LSTM", "GRU", "RNN", "MultiheadAttention", "LSTMCell", "AdaptiveLogSoftmaxWithLoss"})
 KNOWN_BASES = frozenset({"object", "typing.Generic", "typing.NamedTuple", "abc.ABC", "enum.Enum", "dict", "list",
                          "tuple", "Exception", "typing.Protocol", "torch.autograd.Function"})  # fmt: skip
@@ -606,13 +607,41 @@ class Program:
                     params = self.bind_params(self._functions[own_call], positional, keywords, spread, Value.of(atom))
                     targets.append(CallTarget(own_call, params, "__call__", text))
                 method = self.method(atom.cls, "forward" if isinstance(atom, Module) else "__call__")
+                if method is None and self.transform_base(atom.cls) is not None:
+                    method = self.method(atom.cls, "_call")  # torch.distributions' Transform.__call__ runs it
                 if method is not None:
                     params = self.bind_params(self._functions[method], positional, keywords, spread, Value.of(atom))
                     how = "forward" if isinstance(atom, Module) else "__call__"
                     targets.append(CallTarget(method, params, how, text))
+        if not targets and isinstance(func, cst.Attribute):
+            targets = self._transform_inverse(facts, func, positional, keywords, spread, text)
         if not targets:
             targets = self._callbacks(facts, node, positional, keywords, text)
         facts.targets_memo[id(node)] = targets
+        return targets
+
+    def _transform_inverse(
+        self,
+        facts: TensorFacts,
+        func: cst.Attribute,
+        positional: list[Value],
+        keywords: dict[str, Value],
+        spread: Value | None,
+        text: str,
+    ) -> list[CallTarget]:
+        """`t._inv_call(y)` on a torch.distributions Transform that does not override it runs its `_inverse`."""
+        if func.attr.value != TRANSFORM_INVERSE:
+            return []
+        targets = []
+        for atom in facts.value(func.value):
+            if not isinstance(atom, (Module, Instance)) or atom.cls is None:
+                continue
+            if self.method(atom.cls, func.attr.value) is not None or self.transform_base(atom.cls) is None:
+                continue
+            inverse = self.method(atom.cls, "_inverse")
+            if inverse is not None:
+                params = self.bind_params(self._functions[inverse], positional, keywords, spread, Value.of(atom))
+                targets.append(CallTarget(inverse, params, "call", text))
         return targets
 
     def _function_target(
@@ -747,6 +776,22 @@ class Program:
             info = self._functions.get(key)
             self._pass_through[key] = info is not None and depth > 0 and self._returns_argument(info, depth)
         return self._pass_through[key]
+
+    def returns_new_object(self, key: FunctionKey) -> bool:
+        """Every `return` of the function constructs an instance of a user class (`return Spline(params)`): a
+        factory whose result, like a construction in the caller, is an object Dynamo makes while tracing."""
+        info = self._functions.get(key)
+        if info is None:
+            return False
+        facts = TensorFacts(self.index_of(info.path).imports, self, info.path)
+        returns = [
+            node.value
+            for node in iter_nodes(info.node.body, prune=(cst.FunctionDef, cst.ClassDef, cst.Lambda))
+            if isinstance(node, cst.Return)
+        ]
+        return bool(returns) and all(
+            isinstance(value, cst.Call) and bool(facts.value(value.func).classes()) for value in returns
+        )
 
     def _returns_argument(self, info: FunctionInfo, depth: int) -> bool:
         params = {param.name.value for param in param_names(info.node.params)}

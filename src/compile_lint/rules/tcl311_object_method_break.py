@@ -25,8 +25,10 @@ class ObjectMethodBreak(Rule):
     )
     what = (
         "Flags `obj.method(...)` in a compiled region when `obj` was constructed in the same function "
-        "(`obj = Solver(...)`, including through a dict of classes) and the method, or a function it calls, "
-        "has a finding that predicts a graph break."
+        "(`obj = Solver(...)`, including through a dict of classes, or by a call of a function whose every "
+        "`return` constructs one, such as a conditional flow's `condition(context)`) and the method, or a "
+        "function it calls, has a finding that predicts a graph break. `t._inv_call(y)` on a torch.distributions "
+        "Transform runs its `_inverse`."
     )
     why = (
         "At a graph break inside an inlined method, Dynamo must hand the object to eager Python; an object it "
@@ -64,7 +66,7 @@ class ObjectMethodBreak(Rule):
     def visit_Assign(self, node: cst.Assign, ctx: RuleContext) -> None:
         objects = ctx.names(self, "objects")
         value = node.value
-        made = isinstance(value, cst.Call) and bool(ctx.facts.value(value.func).classes())
+        made = isinstance(value, cst.Call) and _makes_object(value, ctx)
         for target in node.targets:
             if isinstance(target.target, cst.Name):
                 if made and ctx.facts.value(value).instances():
@@ -89,6 +91,18 @@ class ObjectMethodBreak(Rule):
                 f"this function: Dynamo cannot rebuild it for eager Python and runs this whole function eagerly "
                 f"({RECONSTRUCTION})",
             )
+
+
+def _makes_object(call: cst.Call, ctx: RuleContext) -> bool:
+    """A construction (`Solver(...)`), or a call of factories that each return one (`self.spline.condition(x)`)."""
+    if ctx.facts.value(call.func).classes():
+        return True
+    targets = ctx.call_targets(call)
+    return (
+        ctx.program is not None
+        and bool(targets)
+        and all(ctx.program.returns_new_object(target.key) for target in targets)
+    )
 
 
 RULE = ObjectMethodBreak()

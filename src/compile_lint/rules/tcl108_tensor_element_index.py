@@ -27,7 +27,7 @@ class TensorElementIndex(Rule):
     )
     what = (
         "Flags, in a compiled region, the first subscript in the body of `for idx in t:` (`t` a tensor) whose "
-        "index uses `idx`: `y[idx]`, `y[..., idx]`, `y[idx + 1]`, `x[idx] = v`; not when the body assigns `idx` "
+        "index uses `idx`: `y[idx]`, `y[..., idx]`, `y[idx + 1]`, `x[idx] = v` (a slice bound is TCL107's); not when the body assigns `idx` "
         "again (`idx = idx.item()`) or the tensor is the 2-D result of `nonzero()`/`argwhere` (its rows are 1-D)."
     )
     why = (
@@ -53,6 +53,8 @@ class TensorElementIndex(Rule):
         Example("@torch.compile\ndef f(y, ids):\n    for idx in ids:\n        y = y + y[idx]\n    return y\n"),
         Example("@torch.compile\ndef f(y):\n    for idx in torch.arange(3):\n        idx = idx.unsqueeze(0)\n"
                 "        y = y + y[idx]\n    return y\n"),
+        Example("@torch.compile\ndef f(y, sizes):\n    for size in sizes.long():\n        y = y + y[:size].sum()\n"
+                "    return y\n"),  # a slice bound: TCL107
         Example("@torch.compile\ndef f(y, m):\n    hit = m.nonzero()\n    for row in hit:\n        y = y + y[row]\n"
                 "    return y\n"),
     )  # fmt: skip
@@ -78,9 +80,11 @@ class TensorElementIndex(Rule):
 
 
 def _indexes_with(subscript: cst.Subscript, name: str) -> bool:
+    """`name` is read in an index, not only in slice bounds (`y[start : start + size]`: TCL107 reports those)."""
     return any(
         isinstance(node, cst.Name) and node.value == name
         for element in subscript.slice
+        if not isinstance(element.slice, cst.Slice)
         for node in iter_nodes(element.slice, prune=NESTED)
     )
 

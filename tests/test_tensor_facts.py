@@ -8,7 +8,7 @@ import pytest
 from compile_lint.analysis.annotations import annotation_value
 from compile_lint.analysis.names import ImportMap
 from compile_lint.analysis.tensors import Kind, TensorFacts, default_param_value, param_names
-from compile_lint.analysis.values import INT_VALUE, TENSOR_VALUE
+from compile_lint.analysis.values import INT_VALUE, TENSOR_VALUE, Tup, Value
 
 # Facts memoize kinds by node id: every parsed tree stays alive so that no freed node's id is reused.
 PARSED: list[cst.CSTNode] = []
@@ -126,3 +126,15 @@ def test_getter_methods_return_python_values() -> None:
     facts = facts_for()
     assert facts.kind(parse_expression("x.get_seq_length() + 1")) is Kind.OTHER
     assert facts.kind(parse_expression("x.sum() + 1")) is Kind.TENSOR
+
+
+def test_tuples_of_several_lengths_keep_their_first_items() -> None:
+    """`out += (attn,)` under a flag: the join of a 2- and a 3-tuple still knows `out[1]` is an int."""
+    short = Value.of(Tup((TENSOR_VALUE, INT_VALUE)))
+    long = Value.of(Tup((TENSOR_VALUE, INT_VALUE, TENSOR_VALUE)))
+    facts = facts_for()
+    facts.bind(parse_expression("out"), short.join(long))
+    assert not facts.value(parse_expression("out[1]")).is_tensor_like
+    assert facts.value(parse_expression("out[2]")).is_tensor_like
+    assert not facts.value(parse_expression("out[1:][0]")).is_tensor_like  # a literal slice keeps positions
+    assert facts.value(parse_expression("out[n:][0]")).is_tensor_like  # any other: the join of the items

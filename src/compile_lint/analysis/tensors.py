@@ -455,6 +455,8 @@ class TensorFacts:
                 parts.append(Value.of(atom, cond=cond))
             elif isinstance(atom, Tup) and not sliced:
                 parts.append(_tuple_item(atom, node).under(cond))
+            elif isinstance(atom, Tup) and _literal_slice(node) is not None:
+                parts.append(Value.of(Tup(atom.items[_literal_slice(node)]), cond=cond))  # type: ignore[misc]
             elif isinstance(atom, (Seq, Tup)):
                 parts.append((Value.of(Seq(atom.item)) if sliced else atom.item).under(cond))
             elif isinstance(atom, Mapping):
@@ -767,6 +769,26 @@ def _position(value: Value, position: int, length: int) -> Value:
         else:
             parts.append(_unpacked(Value({atom: cond})))
     return join_all(parts) or UNKNOWN_VALUE
+
+
+def _literal_slice(node: cst.Subscript) -> slice | None:
+    """`t[1:]`, `t[:-1]`, `t[1:3]`: the slice when its bounds are integer literals (or left out), else None."""
+    part = node.slice[0].slice if len(node.slice) == 1 else None
+    if not isinstance(part, cst.Slice) or part.step is not None:
+        return None
+    bounds = [_literal_int(bound) if bound is not None else None for bound in (part.lower, part.upper)]
+    written = [bound for bound in (part.lower, part.upper) if bound is not None]
+    if sum(bound is not None for bound in bounds) != len(written):
+        return None
+    return slice(bounds[0], bounds[1])
+
+
+def _literal_int(node: cst.BaseExpression) -> int | None:
+    negative = isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus)
+    literal = node.expression if negative else node  # type: ignore[attr-defined]
+    if not isinstance(literal, cst.Integer):
+        return None
+    return -int(literal.value) if negative else int(literal.value)
 
 
 def _tuple_item(atom: Tup, node: cst.Subscript) -> Value:

@@ -271,18 +271,22 @@ class Value:
 
 
 def _merge_containers(atoms: dict[Atom, int]) -> dict[Atom, int]:
-    """One Seq, one Tup and one Mapping atom at most: `[t] if c else [1]` is a list of tensor-or-int;
-    tuples of one length merge position by position, of several lengths they become a Seq."""
+    """One Seq, one Tup per length and one Mapping atom at most: `[t] if c else [1]` is a list of
+    tensor-or-int; tuples of one length merge position by position (`out += (attn,)` under a flag leaves a
+    tuple of each length, whose first items are still known); tuples joined with a Seq become one Seq."""
     seqs: list[Seq | Tup] = [a for a in atoms if isinstance(a, Seq)]
     tups = [a for a in atoms if isinstance(a, Tup)]
     maps = [a for a in atoms if isinstance(a, Mapping)]
-    if len(seqs) < 2 and len(maps) < 2 and len(tups) < 2 and not (seqs and tups):
+    lengths = {len(t.items) for t in tups}
+    if len(seqs) < 2 and len(maps) < 2 and len(lengths) == len(tups) and not (seqs and tups):
         return atoms
     merged: dict[Atom, int] = {a: c for a, c in atoms.items() if not isinstance(a, (Seq, Tup, Mapping))}
-    if tups and not seqs and len({len(t.items) for t in tups}) == 1:
-        positions = zip(*(t.items for t in tups), strict=True)
-        fields = tups[0].fields if all(t.fields == tups[0].fields for t in tups) else ()
-        merged[Tup(tuple(join_all(p) for p in positions), fields)] = _and_all(atoms[t] for t in tups)
+    if tups and not seqs:
+        for length in sorted(lengths):
+            same = [t for t in tups if len(t.items) == length]
+            positions = zip(*(t.items for t in same), strict=True)
+            fields = same[0].fields if all(t.fields == same[0].fields for t in same) else ()
+            merged[Tup(tuple(join_all(p) for p in positions), fields)] = _and_all(atoms[t] for t in same)
     else:
         seqs = [*seqs, *tups]
     if seqs:

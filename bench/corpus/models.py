@@ -716,7 +716,8 @@ TWO_LENGTHS_EVERY, OUTPUTS_EVERY, GENERATE_EVERY = 4, 5, 12
 
 def hf_runs(model_type: str, head: str, index: int) -> None:
     """Register the runs of one family: padding mask (a ModelOutput), two calls with other lengths (automatic
-    dynamic shapes on the second), optional outputs as a tuple, and generate with a kv cache for language models."""
+    dynamic shapes on the second), optional outputs as a tuple, and generate with a kv cache for language models,
+    with the padding mask and from the token ids alone (`model.generate(input_ids)`)."""
     import hf_families as hf
 
     def padded() -> tuple[Any, ...]:
@@ -737,6 +738,11 @@ def hf_runs(model_type: str, head: str, index: int) -> None:
         kwargs = {"max_new_tokens": 3, "do_sample": False, "use_cache": True, "pad_token_id": 0}
         return net.generate, (), {**inputs, **kwargs}
 
+    def generate_ids() -> tuple[Any, ...]:
+        net = hf.build(model_type, head)
+        kwargs = {"max_new_tokens": 3, "do_sample": False, "use_cache": True, "pad_token_id": 0}
+        return net.generate, (hf.text_inputs(head)["input_ids"],), kwargs
+
     name = "hf_" + model_type.replace("-", "_")
     variants: dict[str, Factory] = {"padded": padded}
     if index % TWO_LENGTHS_EVERY == 0:
@@ -745,6 +751,7 @@ def hf_runs(model_type: str, head: str, index: int) -> None:
         variants["outputs"] = outputs
     if index % GENERATE_EVERY == 2 and head in ("causal_lm", "seq2seq_lm"):
         variants["generate"] = generate
+        variants["generate_ids"] = generate_ids
     for variant, factory in variants.items():
         model(f"{name}_{variant}", "transformers")(factory)
 

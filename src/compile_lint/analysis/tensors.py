@@ -455,8 +455,8 @@ class TensorFacts:
                 parts.append(Value.of(atom, cond=cond))
             elif isinstance(atom, Tup) and not sliced:
                 parts.append(_tuple_item(atom, node).under(cond))
-            elif isinstance(atom, Tup) and _literal_slice(node) is not None:
-                parts.append(Value.of(Tup(atom.items[_literal_slice(node)]), cond=cond))  # type: ignore[misc]
+            elif isinstance(atom, Tup) and (kept := _literal_slice(node)) is not None:
+                parts.append(Value.of(Tup(atom.items[kept]), cond=cond))
             elif isinstance(atom, (Seq, Tup)):
                 parts.append((Value.of(Seq(atom.item)) if sliced else atom.item).under(cond))
             elif isinstance(atom, Mapping):

@@ -467,7 +467,7 @@ class Flow:
                 return 0, cond
             return cond, 0
         if isinstance(test, cst.Comparison):
-            if _compares_strings(test, self.facts, self.params):
+            if compares_config_strings(test, self.facts, self.params):
                 return Cond.CONFIG, 0  # `if "dynamic" in rope_type:` a mode chosen by a config string
             return self._optional_cond(test.left) & Cond.CONFIG, 0
         return 0, 0
@@ -734,7 +734,7 @@ def _flag_params(function: FunctionInfo | None) -> set[str]:
     }
 
 
-def _compares_strings(test: cst.Comparison, facts: TensorFacts, params: frozenset[str]) -> bool:
+def compares_config_strings(test: cst.Comparison, facts: TensorFacts, params: frozenset[str]) -> bool:
     """A string literal compared with (or looked up in) a str value that is not a parameter of the function:
     a mode string read from the config or the module (`rope_type = self.rope_type`)."""
     operands = [test.left, *(t.comparator for t in test.comparisons)]

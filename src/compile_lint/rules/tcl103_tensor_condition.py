@@ -6,10 +6,18 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from compile_lint.analysis.flow import half_check
+from compile_lint.analysis.flow import compares_config_strings, half_check
 from compile_lint.analysis.names import dotted
 from compile_lint.analysis.nodes import iter_nodes
-from compile_lint.analysis.tensors import Kind, TensorFacts, coarse_kind, join_kinds, short_code, without_item
+from compile_lint.analysis.tensors import (
+    Kind,
+    TensorFacts,
+    coarse_kind,
+    join_kinds,
+    param_names,
+    short_code,
+    without_item,
+)
 from compile_lint.analysis.values import EVIDENT_TENSORS, NONE, PYTHON_NUMBERS, TENSOR_LIKE, Cond
 from compile_lint.analysis.walker import RuleContext
 from compile_lint.rules.base import CAPTURE_SCALAR, Example, Rule
@@ -301,15 +309,39 @@ class TensorCondition(Rule):
 def _low_precision_first(test: cst.BaseExpression, ctx: RuleContext) -> int:
     """What an `and` checks before it reads the tensor: `x.dtype == torch.float16 and ...` reads it only in
     half precision, not with the default float32 weights; `audio is not None and ...` only when the optional
-    input is passed."""
+    input is passed; `self.rope_type != "default" and ...` only in a mode the config picks."""
     cond = 0
     while isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
         if _is_half_check(test.left, ctx):
             cond |= Cond.HALF_PRECISION
         elif _passed_optional(test.left, ctx):
             cond |= Cond.OPTIONAL_INPUT
+        elif _config_mode(test.left, ctx):
+            cond |= Cond.CONFIG
         test = test.left
     return cond
+
+
+def _config_mode(node: cst.BaseExpression, ctx: RuleContext) -> bool:
+    """`self.rope_type != "default"`, `self.config.rope_parameters["rope_type"] != "default"`: a mode string of
+    the config or the module, as an `if` on it is."""
+    if not isinstance(node, cst.Comparison) or ctx.function is None:
+        return False
+    params = frozenset(param.name.value for param in param_names(ctx.function.node.params))
+    if compares_config_strings(node, ctx.facts, params):
+        return True
+    operands = [node.left, *(target.comparator for target in node.comparisons)]
+    strings = [o for o in operands if isinstance(o, (cst.SimpleString, cst.ConcatenatedString))]
+    return len(operands) == 2 and len(strings) == 1 and all(_reads_config(o) for o in operands if o not in strings)
+
+
+def _reads_config(node: cst.BaseExpression) -> bool:
+    """An attribute or item read off `self.config` (or any `config` object)."""
+    while isinstance(node, (cst.Attribute, cst.Subscript)):
+        if isinstance(node, cst.Attribute) and node.attr.value == "config":
+            return True
+        node = node.value
+    return isinstance(node, cst.Name) and node.value == "config"
 
 
 def _passed_optional(node: cst.BaseExpression, ctx: RuleContext) -> bool:

@@ -784,11 +784,7 @@ class Program:
         if info is None:
             return False
         facts = TensorFacts(self.index_of(info.path).imports, self, info.path)
-        returns = [
-            node.value
-            for node in iter_nodes(info.node.body, prune=(cst.FunctionDef, cst.ClassDef, cst.Lambda))
-            if isinstance(node, cst.Return)
-        ]
+        returns = _returned(info)
         return bool(returns) and all(
             isinstance(value, cst.Call) and bool(facts.value(value.func).classes()) for value in returns
         )
@@ -796,11 +792,7 @@ class Program:
     def _returns_argument(self, info: FunctionInfo, depth: int) -> bool:
         params = {param.name.value for param in param_names(info.node.params)}
         facts = TensorFacts(self.index_of(info.path).imports, self, info.path)
-        returns = [
-            node.value
-            for node in iter_nodes(info.node.body, prune=(cst.FunctionDef, cst.ClassDef, cst.Lambda))
-            if isinstance(node, cst.Return)
-        ]
+        returns = _returned(info)
         if not returns or any(value is None for value in returns):
             return False
         return all(self._gives_back(info, facts, params, value, depth) for value in returns if value is not None)
@@ -822,6 +814,15 @@ class Program:
             return self.passes_through(nested, depth - 1)
         targets = facts.value(callee).functions()
         return bool(targets) and all(self.passes_through(atom.key, depth - 1) for atom in targets)
+
+
+def _returned(info: FunctionInfo) -> list[cst.BaseExpression | None]:
+    """What each `return` of the function itself (not of a nested function) gives back; None for a bare one."""
+    return [
+        node.value
+        for node in iter_nodes(info.node.body, prune=(cst.FunctionDef, cst.ClassDef, cst.Lambda))
+        if isinstance(node, cst.Return)
+    ]
 
 
 def _self_name(info: FunctionInfo) -> str:

@@ -449,13 +449,14 @@ class TensorFacts:
     def _subscript(self, node: cst.Subscript) -> Value:
         base = self.value(node.value)
         sliced = any(isinstance(element.slice, cst.Slice) for element in node.slice)
+        kept = _literal_slice(node) if sliced else None
         parts: list[Value] = []
         for atom, cond in base.atoms.items():
             if atom in TENSOR_LIKE:
                 parts.append(Value.of(atom, cond=cond))
             elif isinstance(atom, Tup) and not sliced:
                 parts.append(_tuple_item(atom, node).under(cond))
-            elif isinstance(atom, Tup) and (kept := _literal_slice(node)) is not None:
+            elif isinstance(atom, Tup) and kept is not None:
                 parts.append(Value.of(Tup(atom.items[kept]), cond=cond))
             elif isinstance(atom, (Seq, Tup)):
                 parts.append((Value.of(Seq(atom.item)) if sliced else atom.item).under(cond))
@@ -776,11 +777,11 @@ def _literal_slice(node: cst.Subscript) -> slice | None:
     part = node.slice[0].slice if len(node.slice) == 1 else None
     if not isinstance(part, cst.Slice) or part.step is not None:
         return None
-    bounds = [_literal_int(bound) if bound is not None else None for bound in (part.lower, part.upper)]
-    written = [bound for bound in (part.lower, part.upper) if bound is not None]
-    if sum(bound is not None for bound in bounds) != len(written):
-        return None
-    return slice(bounds[0], bounds[1])
+    written = (part.lower, part.upper)
+    bounds = [None if bound is None else _literal_int(bound) for bound in written]
+    if any(bound is not None and value is None for bound, value in zip(written, bounds, strict=True)):
+        return None  # a bound that is not an integer literal
+    return slice(*bounds)
 
 
 def _literal_int(node: cst.BaseExpression) -> int | None:
@@ -794,13 +795,9 @@ def _literal_int(node: cst.BaseExpression) -> int | None:
 def _tuple_item(atom: Tup, node: cst.Subscript) -> Value:
     """`t[1]` of a known tuple: that item; any other index: the join of all."""
     index = node.slice[0].slice if len(node.slice) == 1 else None
-    expression = index.value if isinstance(index, cst.Index) else None
-    negative = isinstance(expression, cst.UnaryOperation) and isinstance(expression.operator, cst.Minus)
-    literal = expression.expression if negative else expression  # type: ignore[union-attr]
-    if isinstance(literal, cst.Integer):
-        position = -int(literal.value) if negative else int(literal.value)
-        if -len(atom.items) <= position < len(atom.items):
-            return atom.items[position]
+    position = _literal_int(index.value) if isinstance(index, cst.Index) else None
+    if position is not None and -len(atom.items) <= position < len(atom.items):
+        return atom.items[position]
     return atom.item
 
 

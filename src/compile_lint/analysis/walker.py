@@ -92,6 +92,7 @@ class RuleContext:
     reported: set[int] = field(default_factory=set)  # ids of nodes some rule claimed already
     pending: list[Pending] = field(default_factory=list)
     _names: dict[tuple[str, str, str | None], set[str]] = field(default_factory=dict)
+    _bindings: dict[tuple[str, str, str | None], dict[str, cst.CSTNode]] = field(default_factory=dict)
 
     @property
     def in_forward(self) -> bool:
@@ -125,6 +126,11 @@ class RuleContext:
         being walked; fresh for every function and file."""
         owner = self.function.qualname if self.function else None
         return self._names.setdefault((rule.code, kind, owner), set())
+
+    def bindings(self, rule: ReportingRule, kind: str) -> dict[str, cst.CSTNode]:
+        """A rule's own map of local names to the nodes they were bound to, fresh like `names`."""
+        owner = self.function.qualname if self.function else None
+        return self._bindings.setdefault((rule.code, kind, owner), {})
 
     def report(
         self,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from compile_lint.analysis.nodes import children
 from compile_lint.analysis.tensors import receiver_code, short_code, without_item
 from compile_lint.analysis.walker import RuleContext
 from compile_lint.rules.base import CAPTURE_SCALAR, Example, Rule
@@ -180,7 +181,7 @@ def _item_calls(test: cst.BaseExpression, ctx: RuleContext) -> list[cst.Call]:
         if is_tensor_item(node, ctx):
             found.append(node)  # type: ignore[arg-type]
         elif not isinstance(node, (cst.Call, cst.Lambda)):
-            pending.extend(node.children)
+            pending.extend(children(node))  # libcst's `children` runs a visitor over the node
     return found
 
 

@@ -64,23 +64,24 @@ class ObjectMethodBreak(Rule):
     )  # fmt: skip
 
     def visit_Assign(self, node: cst.Assign, ctx: RuleContext) -> None:
-        objects = ctx.names(self, "objects")
-        value = node.value
-        made = isinstance(value, cst.Call) and _makes_object(value, ctx)
+        # Whether the call makes the object is asked when a method of it is called: asking it of every assignment
+        # cost an eighth of a run.
+        made = ctx.bindings(self, "made")
         for target in node.targets:
             if isinstance(target.target, cst.Name):
-                if made and ctx.facts.value(value).instances():
-                    objects.add(target.target.value)
+                if isinstance(node.value, cst.Call):
+                    made[target.target.value] = node.value
                 else:
-                    objects.discard(target.target.value)
+                    made.pop(target.target.value, None)
 
     def visit_Call(self, node: cst.Call, ctx: RuleContext) -> None:
         func = node.func
         if not isinstance(func, cst.Attribute) or not isinstance(func.value, cst.Name):
             return
-        if func.value.value not in ctx.names(self, "objects"):
+        made = ctx.bindings(self, "made").get(func.value.value)
+        if not isinstance(made, cst.Call):
             return
-        if not any(isinstance(atom, Instance) for atom in ctx.facts.value(func.value)):
+        if not any(isinstance(atom, Instance) for atom in ctx.facts.value(func.value)) or not _makes_object(made, ctx):
             return
         target = ctx.breaking_target(node)
         if target is not None:

@@ -65,23 +65,23 @@ class ObjectMethodBreak(Rule):
 
     def visit_Assign(self, node: cst.Assign, ctx: RuleContext) -> None:
         # Whether the call makes the object is asked when a method of it is called: asking it of every assignment
-        # cost an eighth of a run.
-        made = ctx.bindings(self, "made")
+        # cost up to an eighth of a run.
+        calls = ctx.bindings(self, "call results")
         for target in node.targets:
             if isinstance(target.target, cst.Name):
                 if isinstance(node.value, cst.Call):
-                    made[target.target.value] = node.value
+                    calls[target.target.value] = node.value
                 else:
-                    made.pop(target.target.value, None)
+                    calls.pop(target.target.value, None)
 
     def visit_Call(self, node: cst.Call, ctx: RuleContext) -> None:
         func = node.func
         if not isinstance(func, cst.Attribute) or not isinstance(func.value, cst.Name):
             return
-        made = ctx.bindings(self, "made").get(func.value.value)
-        if not isinstance(made, cst.Call):
+        call = ctx.bindings(self, "call results").get(func.value.value)
+        if not isinstance(call, cst.Call):
             return
-        if not any(isinstance(atom, Instance) for atom in ctx.facts.value(func.value)) or not _makes_object(made, ctx):
+        if not any(isinstance(atom, Instance) for atom in ctx.facts.value(func.value)) or not _makes_object(call, ctx):
             return
         target = ctx.breaking_target(node)
         if target is not None:

@@ -124,13 +124,15 @@ class RuleContext:
     def names(self, rule: ReportingRule, kind: str) -> set[str]:
         """A rule's own set of local names (e.g. those bound to a list of tensors) in the function
         being walked; fresh for every function and file."""
-        owner = self.function.qualname if self.function else None
-        return self._names.setdefault((rule.code, kind, owner), set())
+        return self._names.setdefault(self._scope(rule, kind), set())
 
     def bindings(self, rule: ReportingRule, kind: str) -> dict[str, cst.CSTNode]:
         """A rule's own map of local names to the nodes they were bound to, fresh like `names`."""
-        owner = self.function.qualname if self.function else None
-        return self._bindings.setdefault((rule.code, kind, owner), {})
+        return self._bindings.setdefault(self._scope(rule, kind), {})
+
+    def _scope(self, rule: ReportingRule, kind: str) -> tuple[str, str, str | None]:
+        """The rule, the kind of names and the function being walked: a rule's names are fresh for each."""
+        return (rule.code, kind, self.function.qualname if self.function else None)
 
     def report(
         self,

@@ -147,7 +147,7 @@ class Flow:
         return all(self.statement(statement) for statement in body)
 
     def statement(self, node: cst.BaseStatement) -> bool:
-        if isinstance(node, cst.SimpleStatementLine):
+        if type(node) is cst.SimpleStatementLine:  # exact types: isinstance against libcst's ABCs is slow
             return all(self.small(small) for small in node.body)
         handler = _COMPOUND.get(type(node))
         return handler(self, node) if handler else True
@@ -155,38 +155,38 @@ class Flow:
     def small(self, node: cst.BaseSmallStatement) -> bool:
         self.visit(node)
         facts = self.facts
-        if isinstance(node, cst.Assign):
+        if type(node) is cst.Assign:  # exact types, as in `statement`
             value = facts.value(node.value)
             for target in node.targets:
                 facts.bind(target.target, value)
                 self._setattr_hook(target.target)
-        elif isinstance(node, cst.AnnAssign):
+        elif type(node) is cst.AnnAssign:
             if node.value is not None:
                 value = facts.value(node.value)
             else:
                 value = annotation_value(node.annotation.annotation, self.index.imports)
             facts.bind(node.target, value)
-        elif isinstance(node, cst.AugAssign):
+        elif type(node) is cst.AugAssign:
             operator = _BINARY_OF_AUGMENTED.get(type(node.operator), cst.Add)()
             facts.bind(node.target, combine(facts.value(node.target), facts.value(node.value), operator))
-        elif isinstance(node, cst.Return):
+        elif type(node) is cst.Return:
             self.returns.append((facts.value(node.value) if node.value else NONE_VALUE).under(self.cond))
             return False
-        elif isinstance(node, cst.Raise):
+        elif type(node) is cst.Raise:
             return False
-        elif isinstance(node, cst.Expr):
+        elif type(node) is cst.Expr:
             self._expression_statement(node.value)
-        elif isinstance(node, cst.Assert):
+        elif type(node) is cst.Assert:
             self._narrow(node.test, True)
-        elif isinstance(node, cst.Break):
+        elif type(node) is cst.Break:
             if self.loops:
                 self.loops[-1].breaks.append(dict(self.env))
             return False
-        elif isinstance(node, cst.Continue):
+        elif type(node) is cst.Continue:
             if self.loops:
                 self.loops[-1].continues.append(dict(self.env))
             return False
-        elif isinstance(node, cst.Del):
+        elif type(node) is cst.Del:
             for name in _deleted(node.target):
                 self.env.pop(name, None)
             self.facts.forget()

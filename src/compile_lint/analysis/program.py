@@ -97,6 +97,8 @@ class Program:
         self._imports: dict[tuple[str, str], Value | None] = {}
         self._closures: dict[FunctionKey, Env] = {}
         self._pass_through: dict[FunctionKey, bool] = {}
+        self._annotations: dict[tuple[FunctionKey, str], Value] = {}  # by function and parameter name
+        self._ensured: set[tuple[ClassKey, str]] = set()  # (class, attribute) whose assigning methods were walked
         for info in list(self._functions.values()):
             if info.decorators:
                 self._resolve_decorators(info)
@@ -476,6 +478,8 @@ class Program:
         records a base class's attributes. Not every method assigning something: transformers' `PreTrainedModel`
         has 15, and `self.config` needs only its `__init__` (walking all of them, again for each file flake8
         hands the plugin, was most of the plugin's cost)."""
+        if (cls, name) in self._ensured:
+            return
         for method_name, key in self._classes[cls].methods.items():
             assigned = self._functions[key].assigned_attributes
             wanted = name in assigned or "<registered>" in assigned or method_name == "__init__"
@@ -483,6 +487,7 @@ class Program:
                 self._attribute_walks.add(key)
                 function = self._functions[key]
                 self.summary(key, self.entry_params(function, self.instance_value(cls), entry=False))
+        self._ensured.add((cls, name))  # only now: a walk above asking again must still walk the rest
 
     def setattr_targets(self, receiver: Value) -> list[CallTarget]:
         targets = []
@@ -523,7 +528,6 @@ class Program:
     # -- calls ---------------------------------------------------------------------------------------
     def entry_params(self, info: FunctionInfo, receiver: Value | None, entry: bool = True) -> Env:
         """Parameter values when nothing is known of the caller (a region entry, a class's own walk)."""
-        imports = self.files[info.path].imports
         params: Env = {}
         ordered = param_names(info.node.params)
         for position, param in enumerate(ordered):
@@ -531,9 +535,7 @@ class Program:
             if position == 0 and receiver is not None and info.kind in ("method", "property", "classmethod"):
                 params[name] = receiver
                 continue
-            annotation = param.annotation
-            annotated = annotation_value(annotation.annotation, imports) if annotation else None
-            params[name] = default_param_value(param, annotated, entry)
+            params[name] = default_param_value(param, self._annotated(info, param), entry)
         _bind_stars(info, params)
         return params
 
@@ -547,7 +549,6 @@ class Program:
     ) -> Env:
         """Parameter values for a call with these argument values (defaults for the rest; `spread`: what the
         call's `*args` pass, None without `*args`/`**kwargs`)."""
-        imports = self.files[info.path].imports
         ordered = list(param_names(info.node.params))
         positional = list(positional)
         if receiver is not None and info.kind in ("method", "property", "classmethod") and ordered:
@@ -563,9 +564,9 @@ class Program:
                 value = UNKNOWN_VALUE
             else:
                 value = default_param_value(param, None, entry=False)
-            annotation = param.annotation
-            if annotation is not None:
-                value = _with_annotation(value, annotation_value(annotation.annotation, imports))
+            annotated = self._annotated(info, param)
+            if annotated is not None:
+                value = _with_annotation(value, annotated)
             params[name] = value
         star = info.node.params.star_arg
         if isinstance(star, cst.Param):
@@ -578,6 +579,18 @@ class Program:
                 Mapping(join_all(extra.values()) or UNKNOWN_VALUE, tuple(extra.items()))
             )
         return params
+
+    def _annotated(self, info: FunctionInfo, param: cst.Param) -> Value | None:
+        """What the parameter's annotation says it holds (None without one); read once per run, not at every
+        call that binds it."""
+        if param.annotation is None:
+            return None
+        key = (info.key, param.name.value)
+        found = self._annotations.get(key)
+        if found is None:
+            imports = self.files[info.path].imports
+            found = self._annotations[key] = annotation_value(param.annotation.annotation, imports)
+        return found
 
     def call_targets(self, facts: TensorFacts, node: cst.Call) -> list[CallTarget]:
         """The user functions a call runs, with their parameters' values."""

@@ -157,11 +157,12 @@ MAX_TUPLE = 16  # longer tuples are cut (their later items are not followed)
 class Value:
     """An immutable union of atoms, each with the path condition under which it is present."""
 
-    __slots__ = ("_hash", "atoms")
+    __slots__ = ("_hash", "_wide", "atoms")
 
     def __init__(self, atoms: dict[Atom, int]) -> None:
         self.atoms = atoms
         self._hash: int | None = None
+        self._wide: Value | None = None  # `widen()`, kept: every summary lookup widens its arguments
 
     @classmethod
     def of(cls, *atoms: Atom, cond: int = 0) -> Value:
@@ -252,6 +253,8 @@ class Value:
 
     def widen(self, depth: int = 0) -> Value:
         """Cut containers nested deeper than MAX_DEPTH, so fixpoints over call contexts terminate."""
+        if depth == 0 and self._wide is not None:
+            return self._wide
         if depth >= MAX_DEPTH:
             return Value.of(UNKNOWN)
         changed: dict[Atom, int] = {}
@@ -267,16 +270,22 @@ class Value:
             elif isinstance(atom, Module) and atom.items is not None:
                 atom = Module(atom.cls, atom.name, atom.items.widen(depth + 1))
             changed[atom] = changed[atom] & cond if atom in changed else cond
-        return Value(changed)
+        wide = Value(changed)
+        if depth == 0:
+            self._wide = wide._wide = wide
+        return wide
 
 
 def _merge_containers(atoms: dict[Atom, int]) -> dict[Atom, int]:
     """One Seq, one Tup per length and one Mapping atom at most: `[t] if c else [1]` is a list of
     tensor-or-int; tuples of one length merge position by position (`out += (attn,)` under a flag leaves a
     tuple of each length, whose first items are still known); tuples joined with a Seq become one Seq."""
-    seqs: list[Seq | Tup] = [a for a in atoms if isinstance(a, Seq)]
-    tups = [a for a in atoms if isinstance(a, Tup)]
-    maps = [a for a in atoms if isinstance(a, Mapping)]
+    containers = [a for a in atoms if isinstance(a, (Seq, Tup, Mapping))]
+    if len(containers) < 2:  # most joins: nothing to merge
+        return atoms
+    seqs: list[Seq | Tup] = [a for a in containers if isinstance(a, Seq)]
+    tups = [a for a in containers if isinstance(a, Tup)]
+    maps = [a for a in containers if isinstance(a, Mapping)]
     lengths = {len(t.items) for t in tups}
     if len(seqs) < 2 and len(maps) < 2 and len(lengths) == len(tups) and not (seqs and tups):
         return atoms

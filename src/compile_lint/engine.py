@@ -47,6 +47,7 @@ if TYPE_CHECKING:  # libcst, the analysis and the rules are imported when a file
     import libcst as cst
 
     from compile_lint.analysis.index import FileIndex
+    from compile_lint.analysis.sharing import SharedSummaries
     from compile_lint.project import Project
 
 SUFFIXES = (".py", ".pyi", notebooks.SUFFIX)
@@ -267,6 +268,16 @@ class IndexStore:
         self.sources: dict[str, str] = {}  # SHA-256 of each file `load` read since the last clear()
         self._secret = secret_key() if folder is not None else None
         self._pid = os.getpid()
+        self._summaries: SharedSummaries | None = None
+
+    def shared_summaries(self) -> SharedSummaries:
+        """The summaries this process's projects share: of the files this store loads (another store, another
+        set of loaded files: their summaries would never be taken)."""
+        from compile_lint.analysis.sharing import SharedSummaries
+
+        if self._summaries is None:
+            self._summaries = SharedSummaries()
+        return self._summaries
 
     def parse(self, path: str, data: bytes, limits: Limits = DEFAULT_LIMITS, keep: bool = True) -> FileIndex | Finding:
         """`parse_bytes`, from the cache when these bytes were parsed before; written to it if `keep`."""
@@ -301,6 +312,8 @@ class IndexStore:
         digest = self.sources[path] = hashlib.sha256(data).hexdigest()
         known = self._loaded.get((path, module))
         if known is None or known[0] != digest:
+            if known is not None:  # the file changed: summaries that read its old functions are not asked again
+                self._summaries = None
             known = self._loaded[path, module] = (digest, self._load(path, module, data))
         return known[1]
 
@@ -458,20 +471,26 @@ def analyze(
     limits: Limits = DEFAULT_LIMITS,
     jobs: int = 1,
     freeze: bool = False,
+    share: bool = False,
 ) -> list[Finding]:
     """Findings of the files as one project (no noqa or select filtering): each file parsed (in `jobs`
     processes, or read from the index cache), then the cross-file phase over all of them. `freeze`: see
-    `_without_cycle_collection`."""
+    `_without_cycle_collection`; `share`: see `project_findings`."""
     with _without_cycle_collection(freeze):  # also while parsing: the trees parsed so far would be rescanned
         indexes, errors = parse_all(items, limits, jobs)
-        return project_findings(indexes, errors, options)
+        return project_findings(indexes, errors, options, share)
 
 
-def project_findings(indexes: list[FileIndex], errors: list[Finding], options: Options) -> list[Finding]:
+def project_findings(
+    indexes: list[FileIndex], errors: list[Finding], options: Options, share: bool = False
+) -> list[Finding]:
+    """`share`: for a process that analyses many projects (the flake8 plugin, one per file), whose summaries of
+    the same context functions are then walked once (`analysis/sharing.py`; the findings stay the same)."""
     from compile_lint.project import Project
 
+    shared = _STORE.shared_summaries() if share else None
     try:
-        return Project(indexes, options, errors, load_source).findings()
+        return Project(indexes, options, errors, load_source, shared=shared).findings()
     except RecursionError:
         paths = ", ".join(index.path for index in indexes[:3])
         return [*errors, *(unreadable(i.path, f"too deeply nested to analyse (with {paths})") for i in indexes)]
@@ -881,6 +900,7 @@ def cached_analysis(
     root: Path | None,
     jobs: int = 1,
     freeze: bool = False,
+    share: bool = False,
 ) -> tuple[list[Finding], bool]:
     """`analyze`, answered from the findings cache of `root` (None: no cache) when the files and every file
     the analysis read from are unchanged; and whether it was. Shared by the CLI and the flake8 plugin."""
@@ -891,7 +911,7 @@ def cached_analysis(
         return findings, True
     indexes = use_index_cache(root, options.torch_version)
     indexes.sources.clear()
-    findings = analyze(items, options, limits, jobs, freeze)
+    findings = analyze(items, options, limits, jobs, freeze, share)
     if store is not None:
         store.put(key, findings, dict(indexes.sources))
     return findings, False

@@ -10,7 +10,9 @@ reported only when `--select`/`--extend-select` names them. The findings come fr
 `compile-lint`'s (`.compile_lint_cache` of the project's root): a file unchanged since it was last linted, with
 every file it imports unchanged, is answered from the findings cache without parsing anything (libcst is not
 even imported); otherwise the files it imports are read from the index cache, so each is parsed once for every
-flake8 process and run, not once per linted file.
+flake8 process and run, not once per linted file, and what their functions return is summarised once per process
+too: a file's project takes a summary another file's project made when its program answers that summary's
+questions alike (`analysis/sharing.py`), so a file's findings are the same whatever flake8 linted before it.
 """
 
 from __future__ import annotations
@@ -73,11 +75,11 @@ class CompileLintPlugin:
         options, limits = options_of(config), limits_of(config)
         data = _as_read(text)
         if data is not None:  # what `compile-lint` would analyse from a file holding these bytes
-            findings, _ = cached_analysis([(path, data)], options, limits, config.root, freeze=True)
+            findings, _ = cached_analysis([(path, data)], options, limits, config.root, freeze=True, share=True)
         else:
             use_index_cache(config.root, options.torch_version)
             parsed = parse_source(path, text, limits)
-            findings = [parsed] if isinstance(parsed, Finding) else project_findings([parsed], [], options)
+            findings = [parsed] if isinstance(parsed, Finding) else project_findings([parsed], [], options, share=True)
         for finding in sorted(findings, key=lambda f: f.sort_key):
             # flake8 columns are 0-based; it adds 1 when it prints them.
             yield finding.line, finding.col - 1, flake8_message(finding), type(self)

@@ -16,6 +16,7 @@ from compile_lint.analysis.nodes import iter_nodes
 from compile_lint.analysis.positions import Span, function_starts, spans_in_function, spans_of
 from compile_lint.analysis.program import Program, SourceLoader
 from compile_lint.analysis.regions import Reach, Reachability, Root, find_roots
+from compile_lint.analysis.sharing import SharedSummaries, SharingProgram
 from compile_lint.analysis.tensors import TensorFacts
 from compile_lint.analysis.values import Cond, cond_label
 from compile_lint.analysis.walker import Pending, RuleContext, Visitor, rule_visitor
@@ -51,7 +52,8 @@ class Cancelled(Exception):
 class Project:
     """All linted files: regions, reachability, and the findings of the rules. `cancelled` is asked before
     each function is walked; once it says True the analysis stops and raises Cancelled (the language
-    server gives up linting the files that import an open document when its text changes)."""
+    server gives up linting the files that import an open document when its text changes). `shared`: summaries
+    this project may take from, and adds to, for the next project of the process (see analysis/sharing.py)."""
 
     def __init__(
         self,
@@ -60,11 +62,16 @@ class Project:
         errors: Iterable[Finding] = (),
         load: SourceLoader | None = None,
         cancelled: Callable[[], bool] | None = None,
+        shared: SharedSummaries | None = None,
     ) -> None:
         self.options = options
         self._cancelled = cancelled
         self.errors = list(errors)
-        self.program = Program(indexes, options.mode, load)
+        self.program = (
+            Program(indexes, options.mode, load)
+            if shared is None
+            else SharingProgram(indexes, options.mode, load, shared)
+        )
         self.root_list: list[Root] = find_roots(self.program, options.extra_regions, options.exclude_regions)
         self.reachability = Reachability(self.program, self.root_list)
         self._reports: dict[tuple[str, str], list[Pending]] = {}

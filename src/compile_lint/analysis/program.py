@@ -760,14 +760,19 @@ class Program:
         self._running.add(memo_key)
         self._depth += 1
         try:
-            value = Flow(self, self.files[info.path], info, params).run().widen()
-        except RecursionError:
-            value = UNKNOWN_VALUE
+            value = self._summarise(info, params)
         finally:
             self._depth -= 1
             self._running.discard(memo_key)
         self._summaries[memo_key] = value
         return value
+
+    def _summarise(self, info: FunctionInfo, params: Env) -> Value:
+        """`summary` not known yet: the function walked with these parameters (unknown if too deep for Python)."""
+        try:
+            return Flow(self, self.files[info.path], info, params).run().widen()
+        except RecursionError:
+            return UNKNOWN_VALUE
 
     def none_check(self, callee: Value) -> str | None:
         """ "not-none" for a helper like `def exists(v): return v is not None`, "is-none" for its opposite."""

@@ -272,7 +272,7 @@ class Value:
             changed[atom] = changed[atom] & cond if atom in changed else cond
         wide = Value(changed)
         if depth == 0:
-            self._wide = wide._wide = wide
+            self._wide = wide  # never on `wide` itself: a value referring to itself is a cycle, never freed once frozen
         return wide
 
 

@@ -1,0 +1,123 @@
+"""Summaries shared by the projects of one process (the flake8 plugin's, one per file): taken only when the
+program taking them gets the same answers to the questions their walk asked, so no finding changes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from compile_lint.analysis.flow import Flow
+from compile_lint.analysis.sharing import SharedSummaries
+from compile_lint.config import Options
+from compile_lint.engine import load_source, parse_source
+from compile_lint.finding import Finding
+from compile_lint.project import Project
+
+CONTEXT = """\
+class Config:
+    def __init__(self, value):
+        self.value = value
+
+
+def scaled(x):
+    return x * 2
+
+
+def setting(config):
+    return config.value
+"""
+
+
+def model(value: str) -> str:
+    """A model whose `if` tests what the context's `setting` reads from a `Config(value)` it made."""
+    return f"""\
+import torch
+from torch import nn
+
+from pkg.context import Config, scaled, setting
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.config = Config({value})
+
+    def forward(self, x):
+        y = scaled(x)
+        if setting(self.config):
+            return y
+        return -y
+"""
+
+
+@pytest.fixture
+def package(tmp_path: Path) -> Path:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "context.py").write_text(CONTEXT)
+    return tmp_path / "pkg"
+
+
+def findings(path: Path, shared: SharedSummaries | None) -> list[Finding]:
+    return project_findings({path: path.read_text()}, shared)
+
+
+def project_findings(texts: dict[Path, str], shared: SharedSummaries | None) -> list[Finding]:
+    """The files (with these texts) linted as one project."""
+    indexes = [parse_source(str(path), text) for path, text in texts.items()]
+    parsed = [index for index in indexes if not isinstance(index, Finding)]
+    assert len(parsed) == len(indexes)
+    return Project(parsed, Options(), (), load_source, shared=shared).findings()
+
+
+def walks_of(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The functions summarised from now on (each walk of a summary's function, by name)."""
+    walked: list[str] = []
+    run = Flow.run
+
+    def counted(flow: Flow) -> object:
+        if flow.function is not None and flow.visitor is None:
+            walked.append(flow.function.qualname)
+        return run(flow)
+
+    monkeypatch.setattr(Flow, "run", counted)
+    return walked
+
+
+def test_a_summary_is_taken_when_the_answers_its_walk_got_hold(package: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    first, second = package / "first.py", package / "second.py"
+    first.write_text(model("torch.ones(1)"))
+    second.write_text(model("torch.ones(2)"))
+    alone = findings(second, None)
+    shared = SharedSummaries()
+    findings(first, shared)
+    walked = walks_of(monkeypatch)
+    assert findings(second, shared) == alone
+    assert "scaled" not in walked and "setting" not in walked  # both taken from the first project
+
+
+def test_a_summary_whose_answers_differ_is_walked_again(package: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tensor, number = package / "tensor.py", package / "number.py"
+    tensor.write_text(model("torch.ones(1)"))
+    number.write_text(model("1"))
+    alone = findings(number, None)
+    shared = SharedSummaries()
+    assert [f.code for f in findings(tensor, shared)] == ["TCL103"]  # `setting` returns the tensor it was given
+    walked = walks_of(monkeypatch)
+    assert findings(number, shared) == alone
+    assert [f.code for f in alone] == []
+    assert "setting" in walked and "scaled" not in walked  # `config.value` answers otherwise here
+
+
+def test_unsaved_text_of_a_file_shared_summaries_read_from_disk_is_what_counts(package: Path) -> None:
+    """An editor lints a context file's unsaved text together with its user: the summaries walked when the file
+    was read from disk do not stand in for it."""
+    user = package / "user.py"
+    user.write_text(model("torch.ones(1)"))
+    shared = SharedSummaries()
+    findings(user, shared)
+    edited = {user: user.read_text(), package / "context.py": CONTEXT.replace("x * 2", "x * x.sum().item()")}
+    with_shared, alone = project_findings(edited, shared), project_findings(edited, None)
+    assert with_shared == alone
+    assert "TCL101" in {f.code for f in alone}  # the unsaved `.item()` in `scaled`

@@ -26,6 +26,9 @@ def scaled(x):
 
 def setting(config):
     return config.value
+
+
+LIMIT = scaled(2)
 """
 
 
@@ -35,7 +38,7 @@ def model(value: str) -> str:
 import torch
 from torch import nn
 
-from pkg.context import Config, scaled, setting
+from pkg.context import LIMIT, Config, scaled, setting
 
 
 class Net(nn.Module):
@@ -47,7 +50,7 @@ class Net(nn.Module):
         y = scaled(x)
         if setting(self.config):
             return y
-        return -y
+        return -y * LIMIT
 """
 
 
@@ -72,16 +75,21 @@ def project_findings(texts: dict[Path, str], shared: SharedSummaries | None) -> 
 
 
 def walks_of(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The functions summarised from now on (each walk of a summary's function, by name)."""
+    """The functions summarised from now on, by name, and the modules whose globals were bound, by file name."""
     walked: list[str] = []
-    run = Flow.run
+    run, run_module = Flow.run, Flow.run_module
 
     def counted(flow: Flow) -> object:
         if flow.function is not None and flow.visitor is None:
             walked.append(flow.function.qualname)
         return run(flow)
 
+    def counted_module(flow: Flow, body: object) -> object:
+        walked.append(Path(flow.index.path).name)
+        return run_module(flow, body)  # type: ignore[arg-type]
+
     monkeypatch.setattr(Flow, "run", counted)
+    monkeypatch.setattr(Flow, "run_module", counted_module)
     return walked
 
 
@@ -94,7 +102,9 @@ def test_a_summary_is_taken_when_the_answers_its_walk_got_hold(package: Path, mo
     findings(first, shared)
     walked = walks_of(monkeypatch)
     assert findings(second, shared) == alone
-    assert "scaled" not in walked and "setting" not in walked  # both taken from the first project
+    # Taken from the first project: `scaled`, `setting` and the context's globals; not `__init__`, which assigns.
+    assert not {"scaled", "setting", "context.py"} & set(walked)
+    assert "Config.__init__" in walked
 
 
 def test_a_summary_whose_answers_differ_is_walked_again(package: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -254,18 +254,23 @@ class Program:
         env = self._globals.get(path)
         if env is None:
             env = self._globals[path] = {}  # seen while it is being computed: what is bound so far
-            flow = Flow(self, index, None, {})
-            flow.facts.env = env
-            # A top-level `if`/`try` joins its branches into a new environment: keep the globals bound after it
-            # too (imported names resolve through the imports, which know `try: import` / `except` fallbacks).
-            bound = flow.run_module(index.shell.body)  # function bodies are not walked
-            env.update({k: v for k, v in bound.items() if k not in env and k not in index.imports.aliases})
+            self._bind_globals(index, env)
         found = env.get(name)
         if found is None and name in index.imports.aliases:  # a package re-exporting `from .loop import f`
             return self.import_value(path, index.imports.aliases[name])
         if found is None and not name.startswith("_"):
             return self._star_imported(index, name)
         return found
+
+    def _bind_globals(self, index: FileIndex, env: Env, program: Program | None = None) -> None:
+        """Bind the module's global names into `env`, its entry already (a cycle back to the module sees what is
+        bound so far), walking its body with `program`'s view (this program's own by default)."""
+        flow = Flow(program or self, index, None, {})
+        flow.facts.env = env
+        # A top-level `if`/`try` joins its branches into a new environment: keep the globals bound after it
+        # too (imported names resolve through the imports, which know `try: import` / `except` fallbacks).
+        bound = flow.run_module(index.shell.body)  # function bodies are not walked
+        env.update({k: v for k, v in bound.items() if k not in env and k not in index.imports.aliases})
 
     def _star_imported(self, index: FileIndex, name: str) -> Value | None:
         """A public name a package gets with `from .core import *` (normflows' `nf.NormalizingFlow`)."""

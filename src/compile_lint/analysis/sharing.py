@@ -55,19 +55,23 @@ class Trace:
 
 @dataclass
 class Shared:
-    function: FunctionInfo
+    """A function's summary (`value`, for `params`), or a module's globals (`value`, an Env), and its trace."""
+
+    owner: FunctionInfo | FileIndex
     params: Env
-    value: Value
+    value: Any
     events: list[Event]
     linted: frozenset[str]  # the files the program that walked it linted
     paths: frozenset[str] | None = None  # the strings (so the files) its arguments, questions and answers name
 
 
 class SharedSummaries:
-    """The summaries of one process's programs, by function and (unwidened) parameter values."""
+    """The summaries of one process's programs, by function and (unwidened) parameter values, and the global
+    names of its modules, by path."""
 
     def __init__(self) -> None:
         self.entries: dict[tuple[tuple[str, str], frozenset[tuple[str, Value]]], Shared] = {}
+        self.modules: dict[str, Shared] = {}
 
 
 class SharingProgram(Program):
@@ -82,25 +86,38 @@ class SharingProgram(Program):
     def _summarise(self, info: FunctionInfo, params: Env) -> Value:
         key = (info.key, frozenset(params.items()))
         found = self._shared.entries.get(key)
-        if found is not None and found.function is info and self._answers_alike(found):
-            return found.value
+        if found is not None and found.owner is info and self._answers_alike(found):
+            return found.value  # type: ignore[no-any-return]
         asking = _Asking(self)
         try:
             value = Flow(asking, self.files[info.path], info, params).run().widen()  # type: ignore[arg-type]
         except RecursionError:
             value, asking.trace.shareable = UNKNOWN_VALUE, False
-        trace = asking.trace
-        if trace.shareable and info.path not in self.linted and not self._holds_linted(trace.events):
-            self._shared.entries[key] = Shared(info, dict(params), value, trace.events, self.linted)
+        if self._shareable(info, asking.trace):
+            self._shared.entries[key] = Shared(info, dict(params), value, asking.trace.events, self.linted)
         return value
 
-    def _holds_linted(self, events: list[Event]) -> bool:
-        """A question about, or answered with, a function, class or file this program lints: not to be taken
-        again (and not to keep that file's tree alive)."""
-        return any(
-            isinstance(item, IDENTITIES) and item.path in self.linted
-            for _, args, _, answer in events
-            for item in (*args, answer)
+    def _bind_globals(self, index: FileIndex, env: Env, program: Program | None = None) -> None:
+        found = self._shared.modules.get(index.path)
+        if found is not None and found.owner is index and self._answers_alike(found):
+            env.update(found.value)  # in the order the walk bound them
+            return
+        asking = _Asking(self)
+        super()._bind_globals(index, env, asking)  # type: ignore[arg-type]
+        if self._shareable(index, asking.trace):
+            self._shared.modules[index.path] = Shared(index, {}, dict(env), asking.trace.events, self.linted)
+
+    def _shareable(self, owner: FunctionInfo | FileIndex, trace: Trace) -> bool:
+        """Not if the walk wrote or failed, nor if it or a question about, or answered with, a function, class or
+        file this program lints: not to be taken again (and not to keep that file's tree alive)."""
+        return (
+            trace.shareable
+            and owner.path not in self.linted
+            and not any(
+                isinstance(item, IDENTITIES) and item.path in self.linted
+                for _, args, _, answer in trace.events
+                for item in (*args, answer)
+            )
         )
 
     def _answers_alike(self, found: Shared) -> bool:

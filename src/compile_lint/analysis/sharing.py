@@ -1,6 +1,7 @@
 """Summaries shared by the programs of one process: the flake8 plugin analyses each file as a program of its
 own, and every one of them summarised the same context functions again (transformers' losses, masks and
-caches: a third of the plugin's analysis on ten model folders).
+caches: a third of the plugin's analysis on ten model folders) and walked the same modules' bodies for their
+global names (a quarter). Both are shared the same way; "summary" below stands for either.
 
 A summary is not a pure function of the function and its arguments: its walk asks the program for attribute
 values, globals, other summaries, and the answers depend on what the program has walked so far. So a shared

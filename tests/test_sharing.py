@@ -93,30 +93,33 @@ def walks_of(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return walked
 
 
-def test_a_summary_is_taken_when_the_answers_its_walk_got_hold(package: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    first, second = package / "first.py", package / "second.py"
-    first.write_text(model("torch.ones(1)"))
-    second.write_text(model("torch.ones(2)"))
-    alone = findings(second, None)
+def one_after_another(
+    package: Path, monkeypatch: pytest.MonkeyPatch, first: str, second: str
+) -> tuple[list[Finding], list[Finding], list[Finding], list[str]]:
+    """A model made with `Config(first)` linted, then one made with `Config(second)` taking its summaries: the
+    first's findings, the second's with them and alone, and what the second walked."""
+    earlier, later = package / "earlier.py", package / "later.py"
+    earlier.write_text(model(first))
+    later.write_text(model(second))
+    alone = findings(later, None)
     shared = SharedSummaries()
-    findings(first, shared)
+    before = findings(earlier, shared)
     walked = walks_of(monkeypatch)
-    assert findings(second, shared) == alone
+    return before, findings(later, shared), alone, walked
+
+
+def test_a_summary_is_taken_when_the_answers_its_walk_got_hold(package: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _, taking, alone, walked = one_after_another(package, monkeypatch, "torch.ones(1)", "torch.ones(2)")
+    assert taking == alone
     # Taken from the first project: `scaled`, `setting` and the context's globals; not `__init__`, which assigns.
     assert not {"scaled", "setting", "context.py"} & set(walked)
     assert "Config.__init__" in walked
 
 
 def test_a_summary_whose_answers_differ_is_walked_again(package: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    tensor, number = package / "tensor.py", package / "number.py"
-    tensor.write_text(model("torch.ones(1)"))
-    number.write_text(model("1"))
-    alone = findings(number, None)
-    shared = SharedSummaries()
-    assert [f.code for f in findings(tensor, shared)] == ["TCL103"]  # `setting` returns the tensor it was given
-    walked = walks_of(monkeypatch)
-    assert findings(number, shared) == alone
-    assert [f.code for f in alone] == []
+    before, taking, alone, walked = one_after_another(package, monkeypatch, "torch.ones(1)", "1")
+    assert [f.code for f in before] == ["TCL103"]  # `setting` returns the tensor it was given
+    assert taking == alone == []
     assert "setting" in walked and "scaled" not in walked  # `config.value` answers otherwise here
 
 

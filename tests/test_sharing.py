@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from compile_lint.analysis.flow import Flow
-from compile_lint.analysis.sharing import SharedSummaries
+from compile_lint.analysis.sharing import Shared, SharedSummaries, SharingProgram
 from compile_lint.config import Options
 from compile_lint.engine import load_source, parse_source
 from compile_lint.finding import Finding
@@ -134,3 +134,32 @@ def test_unsaved_text_of_a_file_shared_summaries_read_from_disk_is_what_counts(p
     with_shared, alone = project_findings(edited, shared), project_findings(edited, None)
     assert with_shared == alone
     assert "TCL101" in {f.code for f in alone}  # the unsaved `.item()` in `scaled`
+
+
+def test_the_flake8_plugin_answers_a_file_as_it_would_alone(package: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Through the plugin, whose projects share the process's store: the second file takes summaries the first left,
+    and its findings are its own."""
+    from compile_lint.flake8_plugin import CompileLintPlugin
+
+    taken: list[bool] = []
+    answers_alike = SharingProgram._answers_alike
+
+    def counted(program: SharingProgram, found: Shared) -> bool:
+        taken.append(answers_alike(program, found))
+        return taken[-1]
+
+    monkeypatch.setattr(SharingProgram, "_answers_alike", counted)
+
+    (package.parent / "pyproject.toml").write_text("[tool.compile-lint]\n")
+    tensor, number = package / "tensor.py", package / "number.py"
+    tensor.write_text(model("torch.ones(1)"))
+    number.write_text(model("1"))
+
+    def reported(path: Path) -> list[str]:
+        plugin = CompileLintPlugin(None, path.read_text().splitlines(keepends=True), str(path))  # type: ignore[arg-type]
+        return [message.split()[0] for _, _, message, _ in plugin.run()]
+
+    assert reported(tensor) == ["TCL103"]
+    assert not taken
+    assert reported(number) == [f.code for f in findings(number, None)] == []
+    assert True in taken and False in taken  # `scaled` taken; `setting`, whose `config.value` differs, walked again

@@ -8,7 +8,16 @@ from pathlib import Path
 import pytest
 
 from compile_lint.analysis.flow import Flow
-from compile_lint.analysis.sharing import Shared, SharedSummaries, SharingProgram
+from compile_lint.analysis.program import Program
+from compile_lint.analysis.sharing import (
+    ANSWERING,
+    QUESTIONS,
+    TRANSPARENT,
+    WRITES,
+    Shared,
+    SharedSummaries,
+    SharingProgram,
+)
 from compile_lint.config import Options
 from compile_lint.engine import load_source, parse_source
 from compile_lint.finding import Finding
@@ -163,3 +172,12 @@ def test_the_flake8_plugin_answers_a_file_as_it_would_alone(package: Path, monke
     assert not taken
     assert reported(number) == [f.code for f in findings(number, None)] == []
     assert True in taken and False in taken  # `scaled` taken; `setting`, whose `config.value` differs, walked again
+
+
+def test_every_method_of_the_program_is_sorted() -> None:
+    """A method a walk may call is a question (its answers written down), resolves calls by asking questions, or
+    writes; a new one left unsorted would quietly stop the summaries that call it from being shared."""
+    methods = {name for name, value in vars(Program).items() if callable(value) and not name.startswith("__")}
+    sorted_ = [*QUESTIONS, *TRANSPARENT, *WRITES, *ANSWERING]
+    assert len(sorted_) == len(set(sorted_))
+    assert methods == set(sorted_)

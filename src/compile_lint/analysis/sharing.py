@@ -91,28 +91,42 @@ class SharingProgram(Program):
         super().__init__(indexes, mode, load)
 
     def _summarise(self, info: FunctionInfo, params: Env) -> Value:
+        def walk(asking: _Asking) -> Value:
+            try:
+                return Flow(asking, self.files[info.path], info, params).run().widen()  # type: ignore[arg-type]
+            except RecursionError:
+                asking.trace.shareable = False
+                return UNKNOWN_VALUE
+
         key = (info.key, frozenset(params.items()))
-        found = self._shared.entries.get(key)
-        if found is not None and found.owner is info and self._answers_alike(found):
-            return found.value  # type: ignore[no-any-return]
-        asking = _Asking(self)
-        try:
-            value = Flow(asking, self.files[info.path], info, params).run().widen()  # type: ignore[arg-type]
-        except RecursionError:
-            value, asking.trace.shareable = UNKNOWN_VALUE, False
-        if self._shareable(info, asking.trace):
-            self._shared.entries[key] = Shared(info, dict(params), value, asking.trace.events, self.linted)
-        return value
+        return self._taken_or_walked(self._shared.entries, key, info, params, walk)  # type: ignore[no-any-return]
 
     def _bind_globals(self, index: FileIndex, env: Env, program: Program | None = None) -> None:
-        found = self._shared.modules.get(index.path)
-        if found is not None and found.owner is index and self._answers_alike(found):
-            env.update(found.value)  # in the order the walk bound them
-            return
+        def walk(asking: _Asking) -> Env:
+            super(SharingProgram, self)._bind_globals(index, env, asking)  # type: ignore[arg-type]
+            return dict(env)
+
+        # Taken, the globals are bound here in the order the walk bound them; walked, they are bound already.
+        env.update(self._taken_or_walked(self._shared.modules, index.path, index, {}, walk))
+
+    def _taken_or_walked(
+        self,
+        store: dict[Any, Shared],
+        key: object,
+        owner: FunctionInfo | FileIndex,
+        params: Env,
+        walk: Callable[[_Asking], Any],
+    ) -> Any:
+        """The shared answer of `store[key]` if this program's answers to its questions are alike; otherwise what
+        `walk` gives with this program seen through a recording view, kept in `store` if it may be shared."""
+        found = store.get(key)
+        if found is not None and found.owner is owner and self._answers_alike(found):
+            return found.value
         asking = _Asking(self)
-        super()._bind_globals(index, env, asking)  # type: ignore[arg-type]
-        if self._shareable(index, asking.trace):
-            self._shared.modules[index.path] = Shared(index, {}, dict(env), asking.trace.events, self.linted)
+        value = walk(asking)
+        if self._shareable(owner, asking.trace):
+            store[key] = Shared(owner, dict(params), value, asking.trace.events, self.linted)
+        return value
 
     def _shareable(self, owner: FunctionInfo | FileIndex, trace: Trace) -> bool:
         """Not if the walk wrote or failed, nor if it or a question about, or answered with, a function, class or

@@ -4,6 +4,9 @@ unused noqa (TCL902) and --add-noqa."""
 from __future__ import annotations
 
 import json
+import os
+import stat
+import threading
 from pathlib import Path
 
 import pytest
@@ -86,6 +89,21 @@ def test_output_file_gets_the_report_and_stdout_stays_empty(tmp_path: Path) -> N
     result = run_compile_lint("step.py", "--format", "json", "--output-file", "report.json", cwd=tmp_path)
     assert result.returncode == 1 and result.stdout == ""
     assert [f["code"] for f in json.loads((tmp_path / "report.json").read_text())["findings"]] == ["TCL101"]
+
+
+def test_output_file_that_is_a_pipe_is_written_to_not_replaced(tmp_path: Path) -> None:
+    """`-o /dev/null` or `-o >(jq .)`: a device or pipe gets the report; renaming a file over it would have
+    replaced the device (as root, /dev/null itself) with a file."""
+    write(tmp_path / "step.py", STEP.format(noqa=""))
+    pipe = tmp_path / "report.pipe"
+    os.mkfifo(pipe)
+    received: list[str] = []
+    reader = threading.Thread(target=lambda: received.append(pipe.read_text()), daemon=True)
+    reader.start()
+    result = run_compile_lint("step.py", "--format", "json", "-o", str(pipe), cwd=tmp_path)
+    reader.join(timeout=60)
+    assert result.returncode == 1 and stat.S_ISFIFO(pipe.stat().st_mode)
+    assert [f["code"] for f in json.loads(received[0])["findings"]] == ["TCL101"]
 
 
 def test_statistics_count_findings_per_code(tmp_path: Path) -> None:

@@ -10,10 +10,15 @@ from pathlib import Path
 
 
 def write_text(path: Path, text: str) -> None:
-    """Replace `path` (through a symlink: its target) with `text`, keeping an existing file's mode."""
+    """Replace `path` (through a symlink: its target) with `text`, keeping an existing file's mode. What is not a
+    regular file (`/dev/null`, a pipe such as `-o >(jq .)`) is written to, never replaced by a file."""
     import tempfile  # ~5 ms of imports (shutil, random): only when writing
 
     target = os.path.realpath(path)
+    if _exists_as_other_than_file(target):
+        with open(target, "w", encoding="utf-8") as stream:
+            stream.write(text)
+        return
     folder, name = os.path.split(target)
     handle, temporary = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".tmp")
     try:
@@ -27,6 +32,13 @@ def write_text(path: Path, text: str) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary)
         raise
+
+
+def _exists_as_other_than_file(target: str) -> bool:
+    try:
+        return not stat.S_ISREG(os.stat(target).st_mode)
+    except FileNotFoundError:
+        return False
 
 
 def _mode(target: str) -> int:

@@ -17,12 +17,10 @@ import json
 import os
 import pickle
 import re
-import signal
 import sys
-import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import asdict, dataclass, field
 from functools import cache
 from pathlib import Path
@@ -535,19 +533,12 @@ def parse_all(
         else:
             parsed[path] = found
     if jobs > 1 and len(missing) > 1:
-        from concurrent.futures import ProcessPoolExecutor  # ~15 ms of imports: only when there is a pool
+        from compile_lint.workers import map_in_processes  # multiprocessing's imports: only when there is a pool
 
-        with ProcessPoolExecutor(max_workers=min(jobs, len(missing)), initializer=_quiet_on_interrupt) as pool:
-            jobs_ = [(path, data, limits) for path, data in missing]
-            try:
-                for (path, data), result in zip(missing, pool.map(_parse_job, jobs_, chunksize=4), strict=True):
-                    parsed[path] = store.add(path, data, limits, result, path in context)
-            except BaseException:  # Ctrl-C or SIGTERM: no more files, and the running parses end now
-                processes = list((pool._processes or {}).values())  # no public way to stop a running task
-                pool.shutdown(wait=False, cancel_futures=True)
-                for process in processes:
-                    process.kill()
-                raise
+        jobs_ = [(path, data, limits) for path, data in missing]
+        with closing(map_in_processes(_parse_job, jobs_, jobs, chunk=4)) as answers:  # stopped: processes end now
+            for (path, data), answer in zip(missing, answers, strict=True):
+                parsed[path] = store.add(path, data, limits, answer, path in context)
     else:
         for path, data in missing:
             parsed[path] = store.parse(path, data, limits, path in context)
@@ -603,20 +594,6 @@ def import_edges(items: list[tuple[str, bytes]]) -> Iterator[tuple[str, str]]:
 def prefixes(module: str) -> list[str]:
     parts = module.split(".")
     return [".".join(parts[:i]) for i in range(len(parts), 0, -1)]
-
-
-def _quiet_on_interrupt() -> None:
-    """In each -j process: Ctrl-C reaches the whole process group, but only the parent stops the run
-    (and says so, once); a process whose parent is gone ends."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    parent = os.getppid()
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(1)
-        os._exit(1)
-
-    threading.Thread(target=watch, name="end-with-parent", daemon=True).start()
 
 
 # -- the cache ---------------------------------------------------------------------------------------

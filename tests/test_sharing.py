@@ -18,6 +18,7 @@ from compile_lint.analysis.sharing import (
     SharedSummaries,
     SharingProgram,
 )
+from compile_lint.analysis.values import INT_VALUE, NONE_VALUE, TRUE_VALUE
 from compile_lint.config import Options
 from compile_lint.engine import load_source, parse_source
 from compile_lint.finding import Finding
@@ -120,9 +121,9 @@ def one_after_another(
 def test_a_summary_is_taken_when_the_answers_its_walk_got_hold(package: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _, taking, alone, walked = one_after_another(package, monkeypatch, "torch.ones(1)", "torch.ones(2)")
     assert taking == alone
-    # Taken from the first project: `scaled`, `setting` and the context's globals; not `__init__`, which assigns.
-    assert not {"scaled", "setting", "context.py"} & set(walked)
-    assert "Config.__init__" in walked
+    # Taken from the first project: `scaled`, `setting`, `Config.__init__` (its write made again) and the context's
+    # globals. Walked: the linted file's own code.
+    assert set(walked) == {"later.py", "Net.__init__"}
 
 
 def test_a_summary_whose_answers_differ_is_walked_again(package: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -130,6 +131,65 @@ def test_a_summary_whose_answers_differ_is_walked_again(package: Path, monkeypat
     assert [f.code for f in before] == ["TCL103"]  # `setting` returns the tensor it was given
     assert taking == alone == []
     assert "setting" in walked and "scaled" not in walked  # `config.value` answers otherwise here
+
+
+REPORT = """\
+
+class Report:
+    def __init__(self, config):
+        self.ready = True
+        self.kind = config.value
+"""
+
+
+def test_the_writes_of_a_summary_not_taken_after_all_are_undone(package: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`Report.__init__` writes `ready`, then reads `config.value`, which the second model sets otherwise: the write
+    made while asking its questions again is undone, and the second program's attributes are those it has alone."""
+    (package / "context.py").write_text(CONTEXT + REPORT)
+    undone: list[str] = []
+    undo_write = SharingProgram._undo_write
+
+    def counted(program: SharingProgram, cls: tuple[str, str], attribute: str, *values: object) -> None:
+        undone.append(attribute)
+        undo_write(program, cls, attribute, *values)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(SharingProgram, "_undo_write", counted)
+    use = "        report = Report(self.config)\n        if report.kind:\n            return y\n"
+
+    def project(value: str, shared: SharedSummaries | None) -> Project:
+        path = package / f"model_{len(value)}.py"
+        path.write_text(
+            model(value)
+            .replace("import LIMIT, Config,", "import LIMIT, Config, Report,")
+            .replace("        if setting(self.config):\n            return y\n", use)
+        )
+        index = parse_source(str(path), path.read_text())
+        assert not isinstance(index, Finding)
+        return Project([index], Options(), (), load_source, shared=shared)
+
+    shared = SharedSummaries()
+    assert [f.code for f in project("torch.ones(1)", shared).findings()] == ["TCL103"]
+    taking, alone = project("1", shared), project("1", None)
+    assert undone == ["ready"]
+    assert taking.findings() == alone.findings() == []
+    assert taking.program._attributes == alone.program._attributes
+
+    # The undo itself (the walk above writes `ready` again, so it shows only here): an attribute the program did not
+    # have is gone again, one it had is back to its value.
+    program = taking.program
+    assert isinstance(program, SharingProgram)
+    report = (str(package / "context.py"), "Report")
+    kind = program.attribute(report, "kind")
+    for before in (None, INT_VALUE):
+        if before is not None:
+            program.record_attribute(report, "extra", before)
+        attributes = {cls: dict(values) for cls, values in program._attributes.items()}
+        write = ("record_attribute", (report, "extra", TRUE_VALUE), {}, None)
+        differing = ("attribute", (report, "kind"), {}, NONE_VALUE)
+        assert kind != NONE_VALUE
+        found = Shared(program.class_info(report), {}, None, [write, differing], frozenset())  # type: ignore[arg-type]
+        assert not program._answers_alike(found)
+        assert program._attributes == attributes
 
 
 def test_unsaved_text_of_a_file_shared_summaries_read_from_disk_is_what_counts(package: Path) -> None:

@@ -151,6 +151,26 @@ def test_sigterm_stops_a_parallel_static_run(tmp_path: Path) -> None:
     assert wait_for(lambda: not any(alive(pid) for pid in pool), 10)
 
 
+def test_a_parallel_static_run_whose_process_is_killed_says_so(tmp_path: Path) -> None:
+    """-j N static lint, one of its processes killed from outside (the OOM killer): an error saying how, not a
+    clean exit nor a traceback."""
+    for index in range(40):
+        body = "".join(f"    x = x + {i}\n" for i in range(400))
+        (tmp_path / f"m{index}.py").write_text(f"import torch\n\n@torch.compile\ndef f(x):\n{body}    return x\n")
+    run = subprocess.Popen(
+        [*PYTHON, "-j", "2", "."], cwd=tmp_path, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert wait_for(lambda: children(run.pid), 60), "no -j process started"
+    os.kill(children(run.pid)[0], signal.SIGKILL)
+    out, err = run.communicate(timeout=60)
+    assert run.returncode == 2
+    assert err.strip().splitlines() == [
+        "compile-lint: a -j process ended without answering (killed by SIGKILL; out of memory?); -j 1 lints in one"
+        " process"
+    ]
+    assert out == ""
+
+
 def children(pid: int) -> list[int]:
     found = []
     for entry in Path("/proc").iterdir():

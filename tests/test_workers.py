@@ -57,7 +57,7 @@ def test_an_exception_in_a_process_is_raised_in_the_parent_and_every_process_end
 
 
 def test_a_process_killed_from_outside_is_reported_not_waited_for() -> None:
-    with pytest.raises(WorkerDied):
+    with pytest.raises(WorkerDied, match=r"\(killed by SIGKILL; out of memory\?\); -j 1 lints in one process"):
         list(map_in_processes(dies_on_seven, range(20), 2, 1))
 
 

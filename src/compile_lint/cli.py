@@ -668,6 +668,9 @@ def _main(argv: Sequence[str] | None) -> int:
         message = f"compile-lint: interrupted ({'SIGTERM' if terminated else 'SIGINT'}); nothing more was run"
         errors.print(message, highlight=False, markup=False, soft_wrap=True)
         return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
+    except ChildProcessError as error:  # a -j process killed (workers.WorkerDied): how, and what to do
+        errors.print(f"compile-lint: {error}", highlight=False, markup=False, soft_wrap=True)
+        return EXIT_ERROR
     except BrokenPipeError:  # `compile-lint | head`: the reader left; say nothing more
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_ERROR

@@ -22,7 +22,7 @@ Item = TypeVar("Item")
 Result = TypeVar("Result")
 
 
-class WorkerDied(Exception):
+class WorkerDied(ChildProcessError):
     """A process ended without answering (killed from outside, or a crash in native code)."""
 
 
@@ -43,14 +43,17 @@ def map_in_processes(
             started.append((process, mine))
             process.start()
             theirs.close()
-        yield from _results(chunks, [connection for _, connection in started])
+        yield from _results(chunks, {connection: process for process, connection in started})
         finished = True
     finally:
         _end(started, finished)
 
 
-def _results(chunks: list[Sequence[Item]], idle: list[Connection]) -> Iterator[Result]:
+def _results(
+    chunks: list[Sequence[Item]], processes: dict[Connection, multiprocessing.process.BaseProcess]
+) -> Iterator[Result]:
     """The results of the chunks in order, each chunk sent to the next idle process."""
+    idle = list(processes)
     working: dict[Connection, int] = {}
     done: dict[int, list[Result]] = {}
     sent = 0
@@ -58,7 +61,10 @@ def _results(chunks: list[Sequence[Item]], idle: list[Connection]) -> Iterator[R
         while due not in done:
             while idle and sent < len(chunks):
                 connection = idle.pop()
-                connection.send(chunks[sent])
+                try:
+                    connection.send(chunks[sent])
+                except BrokenPipeError:  # it ended while idle
+                    raise WorkerDied(_death(processes[connection])) from None
                 working[connection] = sent
                 sent += 1
             for ready in wait(list(working)):
@@ -66,12 +72,21 @@ def _results(chunks: list[Sequence[Item]], idle: list[Connection]) -> Iterator[R
                 try:
                     answer = ready.recv()
                 except EOFError:
-                    raise WorkerDied("a -j process ended without answering") from None
+                    raise WorkerDied(_death(processes[ready])) from None
                 if isinstance(answer, Exception):
                     raise answer
                 done[working.pop(ready)] = answer
                 idle.append(ready)
         yield from done.pop(due)
+
+
+def _death(process: multiprocessing.process.BaseProcess) -> str:
+    """What a user reads when a process ended without answering: how it ended, and how to lint without one."""
+    process.join(timeout=5)
+    code = process.exitcode
+    how = f"killed by {signal.Signals(-code).name}" if code is not None and code < 0 else f"exit status {code}"
+    hint = "; out of memory?" if code == -signal.SIGKILL else ""
+    return f"a -j process ended without answering ({how}{hint}); -j 1 lints in one process"
 
 
 def _end(started: list[tuple[multiprocessing.process.BaseProcess, Connection]], finished: bool) -> None:

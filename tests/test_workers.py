@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 
 import pytest
 
@@ -66,3 +67,14 @@ def test_a_caller_that_stops_early_leaves_no_process_running() -> None:
     first = next(results)
     results.close()
     assert not alive(first)
+
+
+def test_a_process_killed_after_its_last_answer_costs_nothing() -> None:
+    results = map_in_processes(pid_of, range(4), 2, 1)
+    pids = [next(results) for _ in range(4)]
+    for pid in set(pids):
+        os.kill(pid, signal.SIGKILL)
+    while any(alive(pid) for pid in pids):  # until they are zombies: their pipes closed
+        time.sleep(0.01)
+    assert list(results) == []  # the end: told to return, whether they can still read it or not
+    assert not any(alive(pid) for pid in pids)

@@ -4,11 +4,12 @@ Not `concurrent.futures.ProcessPoolExecutor`: stopped by Ctrl-C or SIGTERM, its 
 map() cancels the pending futures while the pool's manager thread, seeing the killed processes, marks them
 failed; the thread dies on InvalidStateError and the interpreter then hangs at exit or prints a traceback).
 Here the parent has no thread: it hands a chunk to each idle process, waits for an answer, and on any exit
-closes or kills every process it started.
+tells every process it started to return, or kills it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import signal
@@ -96,7 +97,8 @@ def _end(started: list[tuple[multiprocessing.process.BaseProcess, Connection]], 
         if process.pid is None:
             continue
         if finished:
-            connection.send(None)
+            with contextlib.suppress(BrokenPipeError):  # ended after its last answer: nothing was lost
+                connection.send(None)
         else:
             process.kill()
     for process, connection in started:

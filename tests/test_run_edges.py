@@ -133,15 +133,21 @@ def test_sigterm_stops_every_worker_of_a_parallel_run(hanging: tuple[Path, Path]
     assert not any(alive(worker) for worker in workers)
 
 
-def test_sigterm_stops_a_parallel_static_run(tmp_path: Path) -> None:
-    """-j N static lint: the processes analysing files stop with the run (no traceback from any of them)."""
+def start_parallel_lint(folder: Path) -> subprocess.Popen[str]:
+    """`compile-lint -j 2` over 40 files of a second's work, once its processes have started."""
     for index in range(40):
         body = "".join(f"    x = x + {i}\n" for i in range(400))
-        (tmp_path / f"m{index}.py").write_text(f"import torch\n\n@torch.compile\ndef f(x):\n{body}    return x\n")
+        (folder / f"m{index}.py").write_text(f"import torch\n\n@torch.compile\ndef f(x):\n{body}    return x\n")
     run = subprocess.Popen(
-        [*PYTHON, "-j", "2", "."], cwd=tmp_path, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [*PYTHON, "-j", "2", "."], cwd=folder, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     assert wait_for(lambda: children(run.pid), 60), "no -j process started"
+    return run
+
+
+def test_sigterm_stops_a_parallel_static_run(tmp_path: Path) -> None:
+    """-j N static lint: the processes analysing files stop with the run (no traceback from any of them)."""
+    run = start_parallel_lint(tmp_path)
     pool = children(run.pid)
     run.send_signal(signal.SIGTERM)
     out, err = run.communicate(timeout=60)
@@ -154,13 +160,7 @@ def test_sigterm_stops_a_parallel_static_run(tmp_path: Path) -> None:
 def test_a_parallel_static_run_whose_process_is_killed_says_so(tmp_path: Path) -> None:
     """-j N static lint, one of its processes killed from outside (the OOM killer): an error saying how, not a
     clean exit nor a traceback."""
-    for index in range(40):
-        body = "".join(f"    x = x + {i}\n" for i in range(400))
-        (tmp_path / f"m{index}.py").write_text(f"import torch\n\n@torch.compile\ndef f(x):\n{body}    return x\n")
-    run = subprocess.Popen(
-        [*PYTHON, "-j", "2", "."], cwd=tmp_path, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    assert wait_for(lambda: children(run.pid), 60), "no -j process started"
+    run = start_parallel_lint(tmp_path)
     os.kill(children(run.pid)[0], signal.SIGKILL)
     out, err = run.communicate(timeout=60)
     assert run.returncode == 2

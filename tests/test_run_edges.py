@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from processes import alive
+
 PYTHON = [sys.executable, "-m", "compile_lint", "--no-cache"]
 ENV = {**os.environ, "COLUMNS": "200"}
 
@@ -39,19 +41,6 @@ def make():
 def make_too():
     return hang, (torch.ones(3),)
 """
-
-
-def alive(pid: int) -> bool:
-    """Still in the process table as a running process (a zombie no longer runs anything)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        state = Path(f"/proc/{pid}/stat").read_bytes().rpartition(b")")[2].split()[0]
-    except FileNotFoundError:
-        return False
-    return state not in (b"Z", b"X")
 
 
 def wait_for(condition: object, seconds: float) -> bool:

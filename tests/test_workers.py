@@ -9,6 +9,7 @@ import time
 import pytest
 
 from compile_lint.workers import WorkerDied, map_in_processes
+from processes import alive
 
 
 def square(number: int) -> int:
@@ -29,14 +30,6 @@ def dies_on_seven(number: int) -> int:
     if number == 7:
         os.kill(os.getpid(), signal.SIGKILL)
     return number
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            return stat.read().rpartition(b")")[2].split()[0] != b"Z"
-    except FileNotFoundError:
-        return False
 
 
 @pytest.mark.parametrize(("processes", "chunk"), [(1, 1), (2, 4), (3, 5), (8, 100)])

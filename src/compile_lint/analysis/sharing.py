@@ -56,6 +56,7 @@ ANSWERING = (
 IDENTITIES = (FunctionInfo, ClassInfo, FileIndex)  # the same object, or not the same answer
 
 Event = tuple[str, tuple[Any, ...], dict[str, Any], Any]  # method, arguments, keyword arguments, answer
+Write = tuple[tuple[str, str], str, Value | None, Value | None]  # class, attribute, its value before and after
 
 
 @dataclass
@@ -155,24 +156,27 @@ class SharingProgram(Program):
         paths = found.paths
         if not paths.isdisjoint(found.linted) or not paths.isdisjoint(self.linted):
             return False
-        made: list[tuple[tuple[str, str], str, Value | None, Value | None]] = []  # slot, before, after each write
+        made: list[Write] = []
         try:
             for name, args, keywords, answer in found.events:
-                if name not in WRITES:
-                    if not _identical(getattr(self, name)(*args, **keywords), answer):
-                        break
-                    continue
-                cls, attribute = args[0], LIST_ITEMS if name == "record_list_items" else args[1]
-                before = self._attributes.get(cls, {}).get(attribute)
-                getattr(self, name)(*args, **keywords)
-                made.append((cls, attribute, before, self._attributes.get(cls, {}).get(attribute)))
+                if name in WRITES:
+                    made.append(self._write_again(name, args, keywords))
+                elif not _identical(getattr(self, name)(*args, **keywords), answer):
+                    break
             else:
                 return True
         except RecursionError:
             pass
-        for cls, attribute, before, after in reversed(made):
-            self._undo_write(cls, attribute, before, after)
+        for write in reversed(made):
+            self._undo_write(*write)
         return False
+
+    def _write_again(self, name: str, args: tuple[Any, ...], keywords: dict[str, Any]) -> Write:
+        """A shared summary's write made here, with the attribute's value before and after it (to undo it)."""
+        cls, attribute = args[0], LIST_ITEMS if name == "record_list_items" else args[1]
+        before = self._attributes.get(cls, {}).get(attribute)
+        getattr(self, name)(*args, **keywords)
+        return cls, attribute, before, self._attributes.get(cls, {}).get(attribute)
 
     def _undo_write(self, cls: tuple[str, str], attribute: str, before: Value | None, after: Value | None) -> None:
         """The attribute as it was before a write of a summary not taken after all. If a walk that answered a later

@@ -10,11 +10,16 @@ Whitespace is over half of a tree's nodes (`SimpleWhitespace(" ")` around every 
 alike: it is pickled as a call of `shared_whitespace`, which gives every equal node the same instance, so
 an entry is smaller, loading it builds no new whitespace node, and the trees of a run share theirs. (No
 analysis keeps a whitespace node by identity; a comment is never shared.)
+
+Every other node is pickled as a call of `node` with its class and field values, not as libcst's own state (a
+dict of field names, set one by one by a Python `__setstate__`): loading the context of 10 transformers files
+went from 0.22 s to 0.13 s of CPU.
 """
 
 from __future__ import annotations
 
 import copyreg
+import dataclasses
 import io
 import pickle
 import sys
@@ -96,6 +101,25 @@ def _set_body(node: object, body: object) -> None:
     object.__setattr__(node, "body", body)  # libcst nodes are frozen dataclasses; identity must stay
 
 
+def node(kind: type, *values: object) -> object:
+    """A node of this kind with these field values (in `dataclasses.fields` order), as its constructor would
+    make it but without validating it again: it was valid when pickled."""
+    return _maker(kind)(*values)
+
+
+@cache
+def _maker(kind: type) -> Callable[..., object]:
+    """A function that sets each field through its slot (libcst's nodes are frozen): generated, as dataclasses
+    generate their `__init__`, since a loop over the fields costs a third more on every node loaded."""
+    names = _field_names(kind)
+    lines = [f"    _set_{name}(made, {name})" for name in names]
+    source = "\n".join([f"def make({', '.join(names)}):", "    made = _new(_kind)", *lines, "    return made"])
+    scope: dict[str, Any] = {"_new": object.__new__, "_kind": kind}
+    scope.update({f"_set_{name}": getattr(kind, name).__set__ for name in names})
+    exec(source, scope)  # the source is built from libcst's field names only
+    return scope["make"]  # type: ignore[no-any-return]
+
+
 @cache
 def shared_whitespace(kind: type, *fields: object) -> object:
     """The one node of this kind with these fields (whitespace nodes and strings, themselves shared)."""
@@ -105,28 +129,42 @@ def shared_whitespace(kind: type, *fields: object) -> object:
 def _dumps(value: object) -> bytes:
     stream = io.BytesIO()
     pickler = pickle.Pickler(stream, protocol=pickle.HIGHEST_PROTOCOL)
-    pickler.dispatch_table = _whitespace_reducers()
+    pickler.dispatch_table = _reducers()
     pickler.dump(value)
     return stream.getvalue()
 
 
 @cache
-def _whitespace_reducers() -> dict[type, Callable[[Any], Any]]:
-    """copyreg's table plus a reducer for each whitespace node kind: `shared_whitespace` and its fields,
-    or the node's own reduction when it holds a comment."""
+def _reducers() -> dict[type, Callable[[Any], Any]]:
+    """copyreg's table plus a reducer for each libcst node kind: `node` and its fields, or for whitespace
+    `shared_whitespace` and its fields (the node's own fields when it holds a comment)."""
     import libcst as cst
 
-    def reducer(*names: str) -> Callable[[Any], Any]:
-        def reduce(node: Any) -> Any:
-            if getattr(node, "comment", None) is not None:
-                return node.__reduce_ex__(pickle.HIGHEST_PROTOCOL)
-            return shared_whitespace, (type(node), *(getattr(node, name) for name in names))
+    def whitespace(*names: str) -> Callable[[Any], Any]:
+        def reduce(found: Any) -> Any:
+            if getattr(found, "comment", None) is not None:
+                return _by_fields(found)
+            return shared_whitespace, (type(found), *(getattr(found, name) for name in names))
 
         return reduce
 
     table: dict[type, Callable[[Any], Any]] = dict(copyreg.dispatch_table)
-    table[cst.SimpleWhitespace] = reducer("value")
-    table[cst.Newline] = reducer("value")
-    table[cst.TrailingWhitespace] = reducer("whitespace", "comment", "newline")
-    table[cst.EmptyLine] = reducer("indent", "whitespace", "comment", "newline")
+    for name in dir(cst):
+        kind = getattr(cst, name)
+        if isinstance(kind, type) and issubclass(kind, cst.CSTNode) and dataclasses.is_dataclass(kind):
+            table[kind] = _by_fields
+    table[cst.SimpleWhitespace] = whitespace("value")
+    table[cst.Newline] = whitespace("value")
+    table[cst.TrailingWhitespace] = whitespace("whitespace", "comment", "newline")
+    table[cst.EmptyLine] = whitespace("indent", "whitespace", "comment", "newline")
     return table
+
+
+def _by_fields(found: Any) -> tuple[Callable[..., object], tuple[object, ...]]:
+    kind: type = type(found)
+    return node, (kind, *(getattr(found, name) for name in _field_names(kind)))
+
+
+@cache
+def _field_names(kind: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(kind))

@@ -25,7 +25,6 @@ from compile_lint.analysis.tensors import (
     TensorFacts,
     default_param_value,
     param_names,
-    short_code,
     torch_call_value,
 )
 from compile_lint.analysis.values import (
@@ -605,11 +604,10 @@ class Program:
         func = node.func
         callee = facts.value(func)
         positional, keywords, spread = facts.arguments(node)
-        text = dotted(func) or short_code(func)
         targets: list[CallTarget] = []
         for atom in callee:
             if isinstance(atom, Function):
-                target = self._function_target(facts, func, atom, positional, keywords, spread, text)
+                target = self._function_target(facts, func, atom, positional, keywords, spread)
                 if target is not None:
                     targets.append(target)
             elif isinstance(atom, ClassObject):
@@ -618,23 +616,23 @@ class Program:
                     params = self.bind_params(
                         self._functions[init], positional, keywords, spread, self.instance_value(atom.cls)
                     )
-                    targets.append(CallTarget(init, params, "constructor", text))
+                    targets.append(CallTarget(init, params, "constructor", func))
             elif isinstance(atom, (Module, Instance)) and atom.cls is not None:
                 own_call = self.method(atom.cls, "__call__")  # a module class may wrap nn.Module.__call__
                 if isinstance(atom, Module) and own_call is not None:
                     params = self.bind_params(self._functions[own_call], positional, keywords, spread, Value.of(atom))
-                    targets.append(CallTarget(own_call, params, "__call__", text))
+                    targets.append(CallTarget(own_call, params, "__call__", func))
                 method = self.method(atom.cls, "forward" if isinstance(atom, Module) else "__call__")
                 if method is None and self.transform_base(atom.cls) is not None:
                     method = self.method(atom.cls, "_call")  # torch.distributions' Transform.__call__ runs it
                 if method is not None:
                     params = self.bind_params(self._functions[method], positional, keywords, spread, Value.of(atom))
                     how = "forward" if isinstance(atom, Module) else "__call__"
-                    targets.append(CallTarget(method, params, how, text))
+                    targets.append(CallTarget(method, params, how, func))
         if not targets and isinstance(func, cst.Attribute):
-            targets = self._transform_inverse(facts, func, positional, keywords, spread, text)
+            targets = self._transform_inverse(facts, func, positional, keywords, spread)
         if not targets:
-            targets = self._callbacks(facts, node, positional, keywords, text)
+            targets = self._callbacks(facts, node, positional, keywords)
         facts.targets_memo[id(node)] = targets
         return targets
 
@@ -645,7 +643,6 @@ class Program:
         positional: list[Value],
         keywords: dict[str, Value],
         spread: Value | None,
-        text: str,
     ) -> list[CallTarget]:
         """`t._inv_call(y)` on a torch.distributions Transform that does not override it runs its `_inverse`."""
         if func.attr.value != TRANSFORM_INVERSE:
@@ -659,7 +656,7 @@ class Program:
             inverse = self.method(atom.cls, "_inverse")
             if inverse is not None:
                 params = self.bind_params(self._functions[inverse], positional, keywords, spread, Value.of(atom))
-                targets.append(CallTarget(inverse, params, "call", text))
+                targets.append(CallTarget(inverse, params, "call", func))
         return targets
 
     def _function_target(
@@ -670,7 +667,6 @@ class Program:
         positional: list[Value],
         keywords: dict[str, Value],
         spread: Value | None,
-        text: str,
     ) -> CallTarget | None:
         info = self._functions.get(atom.key)
         if info is None:
@@ -691,10 +687,10 @@ class Program:
                 if any(isinstance(a, (Module, Instance)) for a in kept) or len(kept) == len(value.atoms):
                     receiver = Value(kept)
         params = self.bind_params(info, positional, keywords, spread, receiver)
-        return CallTarget(atom.key, params, "call", text)
+        return CallTarget(atom.key, params, "call", func)
 
     def _callbacks(
-        self, facts: TensorFacts, node: cst.Call, positional: list[Value], keywords: dict[str, Value], text: str
+        self, facts: TensorFacts, node: cst.Call, positional: list[Value], keywords: dict[str, Value]
     ) -> list[CallTarget]:
         """Functions handed to a library call (`checkpoint(fn, x)`, `torch.cond(p, f, g, ops)`) run too."""
         targets = []
@@ -707,7 +703,7 @@ class Program:
                 arguments = positional[position + 1 :] if checkpoint and position == 0 else []
                 receiver = self.instance_value(atom.bound) if atom.bound is not None else None
                 params = self.bind_params(info, arguments, {}, None if checkpoint else UNKNOWN_VALUE, receiver)
-                targets.append(CallTarget(atom.key, params, "checkpoint" if checkpoint else "callback", text))
+                targets.append(CallTarget(atom.key, params, "checkpoint" if checkpoint else "callback", node.func))
         return targets
 
     def call_value(self, facts: TensorFacts, node: cst.Call, func: cst.BaseExpression, callee: Value) -> Value:

@@ -239,7 +239,14 @@ class CallTarget:
     key: FunctionKey
     params: dict[str, Value]
     how: str  # "call", "constructor", "forward", "__call__", "callback", "__setattr__"
-    text: str  # the callee as written, for messages: "self._route"
+    callee: cst.BaseExpression | str  # the callee's node, or a name for a call nobody wrote ("setattr")
+
+    @property
+    def text(self) -> str:
+        """The callee as written, for messages: "self._route" (made when asked: few calls ever show it)."""
+        if isinstance(self.callee, str):
+            return self.callee
+        return dotted(self.callee) or short_code(self.callee)
 
 
 NAMED_CONSTANTS = {"None": NONE_VALUE, "True": TRUE_VALUE, "False": FALSE_VALUE}

@@ -44,9 +44,9 @@ def test_an_import_of_torch_from_an_installed_package_never_reads_torch_from_sou
         (site / package / "__init__.py").write_text("")
     importer = site / "kernels" / "layer.py"
     importer.write_text("import torch\nimport helpers\n")
-    assert rooted_source(str(importer), "kernels.layer", "torch") is None
-    assert rooted_source(str(importer), "kernels.layer", "torch.nn") is None
-    assert rooted_source(str(importer), "kernels.layer", "helpers") == str(site / "helpers" / "__init__.py")
+    assert rooted_source(str(importer), importer, "kernels.layer", "torch") is None
+    assert rooted_source(str(importer), importer, "kernels.layer", "torch.nn") is None
+    assert rooted_source(str(importer), importer, "kernels.layer", "helpers") == str(site / "helpers" / "__init__.py")
 
 
 @pytest.mark.parametrize("literal", ["'a'", '"forward"', "b'\\x00z'", "r'\\d+'", '"""two\nlines"""', "'\\N{EM DASH}'"])

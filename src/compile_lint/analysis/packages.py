@@ -31,19 +31,20 @@ def relative_module(current: str, is_package: bool, written: str) -> str:
     return ".".join([*parts, rest] if rest else parts)
 
 
-def sibling_source(path: str, written: str) -> str | None:
-    """The file a relative module name points to, from the importing file's folder."""
+def sibling_source(real: Path, written: str) -> str | None:
+    """The file a relative module name points to, from the folder of the importing file (`real`, resolved)."""
     level = len(written) - len(written.lstrip("."))
-    folder = Path(path).resolve().parent
+    folder = real.parent
     for _ in range(level - 1):
         folder = folder.parent
     rest = [part for part in written[level:].split(".") if part]
     return _source_in(folder, rest)
 
 
-def rooted_source(path: str, module: str, written: str) -> str | None:
+def rooted_source(path: str, real: Path, module: str, written: str) -> str | None:
     """An absolute module found next to the importing file's top package (`src/` layouts, scripts run
     from their folder): `pkg.utils` imported by `src/pkg/models/bert.py` (module `pkg.models.bert`).
+    `real`: the importing file `path`, resolved.
 
     Never a modelled package: a file installed in site-packages has every installed package next to its
     own (transformers' `kernels` integration imports `torch`, which was read from source that way)."""
@@ -52,7 +53,7 @@ def rooted_source(path: str, module: str, written: str) -> str | None:
     depth = len(module.split(".")) if module else 1
     if Path(path).name == "__init__.py":
         depth += 1
-    parents = Path(path).resolve().parents
+    parents = real.parents
     if depth - 1 >= len(parents):
         return None
     return _source_in(parents[depth - 1], written.split("."))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import libcst as cst
 
@@ -91,6 +92,7 @@ class Program:
         self._missing_modules: set[str] = set()
         self._module_files: dict[str, FileIndex | None] = {}
         self._module_lookups: dict[tuple[str, str], FileIndex | None] = {}  # by module as written and importer
+        self._real_paths: dict[str, Path] = {}
         self._mros: dict[ClassKey, list[ClassKey]] = {}
         self._metaclasses: dict[ClassKey, list[ClassKey]] = {}
         self._imports: dict[tuple[str, str], Value | None] = {}
@@ -176,10 +178,21 @@ class Program:
             index = self.files[importer]
             absolute = relative_module(index.module, importer.endswith("__init__.py"), module)
             found = self._linted_module(absolute) if absolute else None
-            return found or self._load_source(sibling_source(importer, module), absolute or module)
+            if found is None:
+                found = self._load_source(sibling_source(self._real_path(importer), module), absolute or module)
+            return found
         index = self.files[importer]
-        found = self._linted_module(module) or self._load_source(rooted_source(importer, index.module, module), module)
+        found = self._linted_module(module)
+        if found is None:
+            found = self._load_source(rooted_source(importer, self._real_path(importer), index.module, module), module)
         return found or self._load_source(installed_source(module), module)
+
+    def _real_path(self, path: str) -> Path:
+        """`path` resolved, once per file a program imports from (was 2 % of a 10-file run, once per import)."""
+        found = self._real_paths.get(path)
+        if found is None:
+            found = self._real_paths[path] = Path(path).resolve()
+        return found
 
     def _linted_module(self, module: str) -> FileIndex | None:
         if module not in self._module_files:

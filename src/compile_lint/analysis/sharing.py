@@ -50,8 +50,8 @@ WRITES = ("record_attribute", "record_list_items")  # (class, ...): made again b
 # Run only within an answer, or by the program for itself: a walk never calls them (it would lose sharing if it did).
 ANSWERING = (
     "_resolve_decorators", "_decorator_kind", "_register", "_find_module", "_linted_module", "_find_linted_module",
-    "_load_source", "_import_value", "_member", "_star_imported", "_find_mro", "_class_constant", "is_list_class",
-    "_ensure_attribute", "_summarise", "_bind_globals", "_returns_argument", "_gives_back",
+    "_load_source", "_real_path", "_import_value", "_member", "_star_imported", "_find_mro", "_class_constant",
+    "is_list_class", "_ensure_attribute", "_summarise", "_bind_globals", "_returns_argument", "_gives_back",
 )  # fmt: skip
 IDENTITIES = (FunctionInfo, ClassInfo, FileIndex)  # the same object, or not the same answer
 

@@ -1,12 +1,14 @@
-"""What keeps a run cheap without changing its findings (issue 20): shared whitespace in packed trees, no
-torch source read through a package installed next to it, no reference cycles left for a frozen collector,
-no TOML parsed for a pyproject.toml that does not name compile-lint, the findings' function
-starts taken from the parse guard's tree."""
+"""What keeps a run cheap without changing its findings (issue 20): shared whitespace in packed trees, nodes
+unpickled by their kind's maker, no torch source read through a package installed next to it, no reference
+cycles left for a frozen collector, no TOML parsed for a pyproject.toml that does not name compile-lint, the
+findings' function starts taken from the parse guard's tree."""
 
 from __future__ import annotations
 
 import gc
 import pickle
+import subprocess
+import sys
 from pathlib import Path
 
 import libcst as cst
@@ -35,6 +37,21 @@ def test_a_packed_index_loads_back_the_same_code_with_one_node_per_whitespace_va
     assert second.functions["M.g"].definition.body.body[0].body[0].value.operator.whitespace_before is space
     comment = first.functions["f"].definition.body.header.comment
     assert comment is not None and comment.value == "# note"  # a comment keeps its own node
+
+
+def test_a_packed_index_loads_back_in_a_fresh_process_with_the_same_tree(tmp_path: Path) -> None:
+    """Each node kind's maker is found by name (`packing.node_Name`) in a process that never made one."""
+    index = parse_source("m.py", SOURCE)
+    assert isinstance(index, FileIndex)
+    (tmp_path / "entry.pickle").write_bytes(pack_index(index))
+    load = "import pickle, sys; print(pickle.loads(open(sys.argv[1], 'rb').read()).tree.code, end='')"
+    loaded = subprocess.run(
+        [sys.executable, "-c", load, str(tmp_path / "entry.pickle")], capture_output=True, text=True, check=True
+    )
+    assert loaded.stdout == SOURCE
+    again = pickle.loads(pack_index(index))
+    assert again.tree.deep_equals(index.tree)
+    assert type(again.functions["f"].definition.body.body[0].body[0].value) is cst.Tuple
 
 
 def test_an_import_of_torch_from_an_installed_package_never_reads_torch_from_source(tmp_path: Path) -> None:

@@ -291,7 +291,7 @@ class Project:
                 severity=pending.severity,
                 fix=pending.fix,
                 function=pending.owner,
-                path_condition=cond_label(Cond(pending.path_cond)),
+                path_condition=cond_label(pending.path_cond),
             )
 
     def _spans(self, index: FileIndex, reports: list[Pending]) -> dict[int, Span]:

@@ -9,13 +9,14 @@ only in training. Joining two values keeps an atom on the paths common to both (
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 
-class Cond(enum.IntFlag):
-    """Why a line might not run by default (inference, default config, no optional inputs)."""
+class Cond:
+    """Why a line might not run by default (inference, default config, no optional inputs): bit flags, plain
+    ints and not an `enum.IntFlag`, whose `|` and `&` run in Python (the flags of every value are combined on
+    every line walked)."""
 
     OPTIONAL_INPUT = 1  # under `arg is not None` for an argument that defaults to None
     CONFIG = 2  # under a branch on `self.config.X` or a constructor flag
@@ -25,7 +26,6 @@ class Cond(enum.IntFlag):
     HALF_PRECISION = 32  # under a check that a dtype is float16/bfloat16 (weights are float32 by default)
 
 
-DEFAULT = Cond(0)
 COND_LABELS = {
     Cond.ALTERNATIVE: "alternative-implementation",
     Cond.TRAINING: "training",
@@ -36,7 +36,7 @@ COND_LABELS = {
 }  # most telling first: a line under training and config is reported as training
 
 
-def cond_label(cond: Cond) -> str:
+def cond_label(cond: int) -> str:
     return next((label for flag, label in COND_LABELS.items() if cond & flag), "default")
 
 

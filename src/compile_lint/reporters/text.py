@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from compile_lint import notebooks
 from compile_lint.analysis.source import source_lines
-from compile_lint.analysis.values import Cond, cond_label
+from compile_lint.analysis.values import cond_label
 from compile_lint.finding import Finding, gb_reference
 from compile_lint.reporters.escape import printable
 from compile_lint.reporters.styled import Output, Styled
@@ -263,7 +263,7 @@ def render_regions(console: Output | Console, project: Project) -> None:
     if reached:
         console.print()
     for (path, qualname), reach in sorted(reached):
-        where = "" if not reach.cond else f" [only when: {cond_label(Cond(reach.cond))}]"
+        where = "" if not reach.cond else f" [only when: {cond_label(reach.cond)}]"
         how = f"reached from {reach.root} via {' -> '.join(reach.via)}{where}"
         if reach.nested_only:
             how += " (its nested wrapper functions only)"

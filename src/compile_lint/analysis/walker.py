@@ -93,6 +93,7 @@ class RuleContext:
     pending: list[Pending] = field(default_factory=list)
     _names: dict[tuple[str, str, str | None], set[str]] = field(default_factory=dict)
     _bindings: dict[tuple[str, str, str | None], dict[str, cst.CSTNode]] = field(default_factory=dict)
+    _resolved: dict[int, str | None] = field(default_factory=dict)  # by node id (the walked tree outlives this)
 
     @property
     def in_forward(self) -> bool:
@@ -104,7 +105,12 @@ class RuleContext:
         return self.reach is not None and not self.reach.via
 
     def resolve(self, node: cst.BaseExpression) -> str | None:
-        return self.imports.resolve(node)
+        """`node`'s name through the file's imports; once per node, as a dozen rules ask it of every call."""
+        key = id(node)
+        if key in self._resolved:
+            return self._resolved[key]
+        found = self._resolved[key] = self.imports.resolve(node)
+        return found
 
     def call_targets(self, node: cst.Call) -> list[CallTarget]:
         """The user functions `node` calls (with what their parameters receive)."""

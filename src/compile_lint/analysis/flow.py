@@ -433,13 +433,14 @@ class Flow:
 
     # -- path conditions and narrowing -------------------------------------------------------------
     def branch_conds(self, test: cst.BaseExpression) -> tuple[int, int]:
-        """(condition added in the body, condition added in the else branch) of `if test:`."""
-        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        """(condition added in the body, condition added in the else branch) of `if test:` (exact types, as in
+        `_narrow`)."""
+        if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
             body, orelse = self.branch_conds(test.expression)
             return orelse, body
-        if isinstance(test, cst.BooleanOperation):
+        if type(test) is cst.BooleanOperation:
             left, right = self.branch_conds(test.left), self.branch_conds(test.right)
-            if isinstance(test.operator, cst.And):
+            if type(test.operator) is cst.And:
                 return left[0] | right[0], left[1] & right[1]
             return left[0] & right[0], left[1] | right[1]
         return self._atomic_conds(test)
@@ -448,7 +449,7 @@ class Flow:
         written = dotted(test)
         if written is not None and TRAINING_NAMES.search(written):
             return Cond.TRAINING, 0
-        if isinstance(test, cst.Call) and dotted(test.func) == "torch.is_grad_enabled":
+        if type(test) is cst.Call and dotted(test.func) == "torch.is_grad_enabled":
             return Cond.TRAINING, 0
         half = half_check(test, self.index.imports.resolve)
         if half is not None:
@@ -475,7 +476,7 @@ class Flow:
     def _keyword_flag(self, test: cst.BaseExpression) -> bool:
         """`kwargs.get("debug_io", False)` on the function's `**kwargs`: an option the caller did not pass
         by default (a missing key gives the falsy default)."""
-        if not isinstance(test, cst.Call) or not isinstance(test.func, cst.Attribute):
+        if type(test) is not cst.Call or type(test.func) is not cst.Attribute:  # exact types, as in `_narrow`
             return False
         receiver = test.func.value
         if not isinstance(receiver, cst.Name) or receiver.value not in self.star_kwargs:
@@ -499,12 +500,13 @@ class Flow:
         return 0
 
     def _narrow(self, test: cst.BaseExpression, truth: bool) -> None:
-        """What `test` being `truth` says about the names in it (None-ness, isinstance)."""
-        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        """What `test` being `truth` says about the names in it (None-ness, isinstance). Exact types: libcst's
+        node classes are ABCs, and an isinstance that fails costs several dict lookups (tests are narrowed often)."""
+        if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
             self._narrow(test.expression, not truth)
             return
-        if isinstance(test, cst.BooleanOperation):
-            if isinstance(test.operator, cst.And) == truth:  # `a and b` true / `a or b` false: both
+        if type(test) is cst.BooleanOperation:
+            if (type(test.operator) is cst.And) == truth:  # `a and b` true / `a or b` false: both
                 self._narrow(test.left, truth)
                 self._narrow(test.right, truth)
             return
@@ -512,7 +514,7 @@ class Flow:
         if subject is not None:
             self._narrow_none(subject, is_none=(truth == negated))
             return
-        if isinstance(test, (cst.Name, cst.Attribute)) and truth:
+        if type(test) in (cst.Name, cst.Attribute) and truth:
             self._narrow_none(test, is_none=False)
         elif isinstance(test, cst.Call) and dotted(test.func) == "isinstance" and len(test.args) == 2:
             self._narrow_isinstance(test.args[0].value, test.args[1].value, truth)
@@ -646,15 +648,16 @@ def join_envs(envs: list[Env]) -> Env:
 
 
 def _none_test(test: cst.BaseExpression, flow: Flow) -> tuple[cst.BaseExpression | None, bool]:
-    """(x, False) for `x is not None` / `exists(x)`, (x, True) for `x is None` / `not exists(x)`."""
-    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+    """(x, False) for `x is not None` / `exists(x)`, (x, True) for `x is None` / `not exists(x)`. Exact types,
+    as in `Flow._narrow`."""
+    if type(test) is cst.Comparison and len(test.comparisons) == 1:
         target = test.comparisons[0]
-        if isinstance(target.comparator, cst.Name) and target.comparator.value == "None":
-            if isinstance(target.operator, (cst.IsNot, cst.NotEqual)):
+        if type(target.comparator) is cst.Name and target.comparator.value == "None":
+            if type(target.operator) in (cst.IsNot, cst.NotEqual):
                 return test.left, False
-            if isinstance(target.operator, (cst.Is, cst.Equal)):
+            if type(target.operator) in (cst.Is, cst.Equal):
                 return test.left, True
-    if isinstance(test, cst.Call) and len(test.args) == 1 and not test.args[0].keyword:
+    if type(test) is cst.Call and len(test.args) == 1 and not test.args[0].keyword:
         kind = flow.program.none_check(flow.facts.value(test.func))
         if kind is not None:
             return test.args[0].value, kind == "is-none"
@@ -709,9 +712,9 @@ def _truthy_defaults(function: FunctionInfo | None) -> set[str]:
         return set()
     found = set()
     for param in param_names(function.node.params):
-        default = param.default
-        true_name = isinstance(default, cst.Name) and default.value == "True"
-        number = isinstance(default, (cst.Integer, cst.Float)) and default.value not in ("0", "0.0")
+        default = param.default  # exact types, as in `Flow._narrow` (most parameters have no default)
+        true_name = type(default) is cst.Name and default.value == "True"
+        number = (type(default) is cst.Integer or type(default) is cst.Float) and default.value not in ("0", "0.0")
         if true_name or number:
             found.add(param.name.value)
     return found
@@ -729,8 +732,8 @@ def _flag_params(function: FunctionInfo | None) -> set[str]:
     return {
         p.name.value
         for p in param_names(function.node.params)
-        if isinstance(p.default, (cst.Name, cst.Integer, cst.Float, cst.SimpleString))
-        and not (isinstance(p.default, cst.Name) and p.default.value == "None")
+        if type(p.default) in (cst.Name, cst.Integer, cst.Float, cst.SimpleString)  # exact: see `Flow._narrow`
+        and not (type(p.default) is cst.Name and p.default.value == "None")
     }
 
 

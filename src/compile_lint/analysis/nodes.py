@@ -71,12 +71,13 @@ def children(node: cst.CSTNode) -> list[cst.CSTNode]:
 
 def iter_nodes(root: cst.CSTNode, prune: tuple[type[cst.CSTNode], ...] = ()) -> Iterator[cst.CSTNode]:
     """`root` and the nodes below it, pre-order, skipping punctuation (cheaper than libcst matchers).
-    Nodes of a `prune` type are yielded but not entered (except `root` itself)."""
+    Nodes of a `prune` type are yielded but not entered (except `root` itself): exact types (libcst's node
+    classes are ABCs, and an isinstance that fails costs several dict lookups)."""
     pending = [root]
     while pending:
         node = pending.pop()
         yield node
-        if prune and node is not root and isinstance(node, prune):
+        if prune and node is not root and type(node) in prune:
             continue
         pending.extend(reversed(children(node)))
 

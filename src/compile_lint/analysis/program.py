@@ -901,7 +901,7 @@ def _known_package(name: str) -> bool:
 def _applied_decorator(info: FunctionInfo, imports: ImportMap) -> str | None:
     """ "disable" / "compile" when the function's own code calls torch.compiler.disable / torch.compile."""
     for node in iter_nodes(info.node.body):
-        if isinstance(node, cst.Call):
+        if type(node) is cst.Call:  # exact: libcst's node classes are ABCs (a failed isinstance is slow)
             name = imports.resolve(node.func)
             if name in DISABLE:
                 return "disable"

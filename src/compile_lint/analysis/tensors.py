@@ -412,7 +412,7 @@ class TensorFacts:
         """`super().__init__` / `super(Cls, self).forward`: the method of the next class in the MRO that
         defines it; unknown when only the class itself does (a library base's method, e.g. `nn.Embedding.forward`,
         never the overriding one); None when no user class defines it (the attribute of the instance then)."""
-        if not isinstance(node, cst.Call) or dotted(node.func) != "super" or "super" in self.env:
+        if type(node) is not cst.Call or dotted(node.func) != "super" or "super" in self.env:
             return None
         if self.program is None or self.self_class is None:
             return None
@@ -535,11 +535,11 @@ class TensorFacts:
         return self.value(node.body).join(self.value(node.orelse))
 
     def _sequence(self, node: cst.List | cst.Tuple | cst.Set) -> Value:
-        if isinstance(node, cst.Tuple) and not any(isinstance(e, cst.StarredElement) for e in node.elements):
+        # Exact types: libcst's node classes are ABCs (a failed isinstance is slow, and most elements are plain).
+        if type(node) is cst.Tuple and not any(type(e) is cst.StarredElement for e in node.elements):
             return Value.of(Tup(tuple(self.value(e.value).widen(1) for e in node.elements)))
         items = [
-            self.value(e.value).items() if isinstance(e, cst.StarredElement) else self.value(e.value)
-            for e in node.elements
+            self.value(e.value).items() if type(e) is cst.StarredElement else self.value(e.value) for e in node.elements
         ]
         return Value.of(Seq(join_all(items).widen(1) if items else BOTTOM))
 
@@ -585,7 +585,7 @@ class TensorFacts:
         last = written.rsplit(".", 1)[-1] if written else ""
         if last in COMPILING or last in OTHER_TRACERS:
             return self._guard_call(node, func, last)
-        if isinstance(func, cst.Attribute):
+        if type(func) is cst.Attribute:  # exact types: libcst's node classes are ABCs (a failed isinstance is slow)
             receiver = self.value(func.value) if not self._is_module_path(func.value) else BOTTOM
             if receiver.only((UNKNOWN, NONE)) and func.attr.value in TENSOR_ONLY_METHODS:
                 return TENSOR_VALUE  # `norm(y).abs()`: only tensors (and arrays) have these methods
@@ -597,7 +597,7 @@ class TensorFacts:
                 return method.join(self._call_through(node, func, rest))
             if func.attr.value == "get" and receiver and all(isinstance(atom, Mapping) for atom in receiver):
                 return self._mapping_get(node, receiver)
-        if isinstance(func, cst.Attribute) and func.attr.value in MODULE_RETURNS_SELF:
+        if type(func) is cst.Attribute and func.attr.value in MODULE_RETURNS_SELF:
             chained = self._module_itself(func)
             if chained is not None:
                 return chained
@@ -608,11 +608,11 @@ class TensorFacts:
                 return library
         if written == "super" and "super" not in self.env and self.self_class is not None and self.program:
             return self.env.get("self") or self.program.instance_value(self.self_class)
-        if isinstance(func, cst.Name) and func.value in ("type", "getattr") and func.value not in self.env:
+        if type(func) is cst.Name and func.value in ("type", "getattr") and func.value not in self.env:
             reflected = self._type_call(node) if func.value == "type" else self._getattr_call(node)
             if reflected is not None:
                 return reflected
-        if isinstance(func, cst.Name) and func.value not in self.env:
+        if type(func) is cst.Name and func.value not in self.env:
             builtin = builtin_call_value(func.value, node, self)
             if builtin is not None:
                 return builtin
@@ -746,24 +746,24 @@ class TensorFacts:
         """`target = value`: names, `self.x` attributes (recorded as the class's attribute values unless
         `record` is False, as for narrowing), and tuples spread item by item."""
         value = value.under(self.cond)
-        if isinstance(target, cst.Name):
+        if type(target) is cst.Name:  # exact types: libcst's node classes are ABCs (a failed isinstance is slow)
             self.env[target.value] = value
-        elif isinstance(target, cst.Attribute):
+        elif type(target) is cst.Attribute:
             written = dotted(target)
             if written is not None and written.startswith("self."):
                 self.env[written] = value
                 if record and self.program is not None and self.self_class is not None and written.count(".") == 1:
                     self.program.record_attribute(self.self_class, target.attr.value, value)
-        elif isinstance(target, (cst.Tuple, cst.List)):
+        elif type(target) is cst.Tuple or type(target) is cst.List:
             elements = target.elements
-            starred = any(isinstance(element, cst.StarredElement) for element in elements)
+            starred = any(type(element) is cst.StarredElement for element in elements)
             for position, element in enumerate(elements):
-                if isinstance(element, cst.StarredElement):
+                if type(element) is cst.StarredElement:
                     self.bind(element.value, Value.of(Seq(_unpacked(value))))
                 else:
                     item = _unpacked(value) if starred else _position(value, position, len(elements))
                     self.bind(element.value, item)
-        elif isinstance(target, cst.StarredElement):
+        elif type(target) is cst.StarredElement:
             self.bind(target.value, Value.of(Seq(_unpacked(value))))
         self.forget()
 

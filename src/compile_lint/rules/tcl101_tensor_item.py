@@ -166,10 +166,10 @@ def _mentions(node: cst.CSTNode, name: str) -> bool:
 
 
 def is_tensor_item(node: cst.CSTNode, ctx: RuleContext) -> bool:
-    if not isinstance(node, cst.Call) or node.args:
+    if type(node) is not cst.Call or node.args:  # exact types: libcst's node classes are ABCs (isinstance is slow)
         return False
     func = node.func
-    return isinstance(func, cst.Attribute) and func.attr.value == "item" and ctx.facts.may_be_tensor(func.value)
+    return type(func) is cst.Attribute and func.attr.value == "item" and ctx.facts.may_be_tensor(func.value)
 
 
 def _item_calls(test: cst.BaseExpression, ctx: RuleContext) -> list[cst.Call]:
@@ -180,7 +180,7 @@ def _item_calls(test: cst.BaseExpression, ctx: RuleContext) -> list[cst.Call]:
         node = pending.pop()
         if is_tensor_item(node, ctx):
             found.append(node)  # type: ignore[arg-type]
-        elif not isinstance(node, (cst.Call, cst.Lambda)):
+        elif type(node) not in (cst.Call, cst.Lambda):
             pending.extend(children(node))  # libcst's `children` runs a visitor over the node
     return found
 

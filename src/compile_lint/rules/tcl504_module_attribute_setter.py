@@ -22,9 +22,9 @@ def _attribute_value(ctx: RuleContext, attr: str) -> Value | None:
     for cls in program.mro(function.class_key):
         info = program.class_info(cls)
         literal = info.body_assignments.get(attr) if info is not None else None
-        if isinstance(literal, cst.Integer):
+        if type(literal) is cst.Integer:  # exact types: libcst's node classes are ABCs (isinstance(None) is slow)
             value = Value.of(INT) if value is None else value.join(Value.of(INT))
-        elif isinstance(literal, (cst.SimpleString, cst.ConcatenatedString)):
+        elif type(literal) in (cst.SimpleString, cst.ConcatenatedString):
             value = Value.of(STR) if value is None else value.join(Value.of(STR))
     return value
 

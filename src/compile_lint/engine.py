@@ -316,11 +316,14 @@ class IndexStore:
         return known[1]
 
     def _load(self, path: str, module: str, data: bytes) -> FileIndex | None:
+        key = self._key(path, module, data, DEFAULT_LIMITS)
+        found = self._read(key)  # written whole (renamed into place): read without the lock, as most loads are
+        if found is not None:
+            return found
         try:
             text = decode(data)
         except (UnicodeDecodeError, SyntaxError, LookupError):
             return None
-        key = self._key(path, module, data, DEFAULT_LIMITS)
         with self._parsing(key):  # another process parsing the same file (flake8's workers) writes it first
             found = self._read(key)
             if found is not None:

@@ -24,7 +24,8 @@ def source_lines(text: str, keepends: bool = False) -> list[str]:
 
 
 def encoding_of(data: bytes) -> str:
-    encoding, _ = tokenize.detect_encoding(iter(data.splitlines(keepends=True)).__next__)
+    """The encoding a coding cookie or BOM declares (PEP 263), read from the first two lines only."""
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     return encoding
 
 

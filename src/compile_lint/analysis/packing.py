@@ -101,6 +101,9 @@ def _set_body(node: object, body: object) -> None:
     object.__setattr__(node, "body", body)  # libcst nodes are frozen dataclasses; identity must stay
 
 
+MAKER = "node_"
+
+
 def __getattr__(name: str) -> Callable[..., object]:
     """`node_<Kind>`, the function that makes a libcst node of that kind from its field values (in
     `dataclasses.fields` order): pickle finds each kind's by name, so an entry names it once, not per node."""
@@ -109,9 +112,6 @@ def __getattr__(name: str) -> Callable[..., object]:
     import libcst as cst
 
     return _maker(getattr(cst, name.removeprefix(MAKER)))
-
-
-MAKER = "node_"
 
 
 @cache
@@ -148,8 +148,8 @@ def _dumps(value: object) -> bytes:
 
 @cache
 def _reducers() -> dict[type, Callable[[Any], Any]]:
-    """copyreg's table plus a reducer for each libcst node kind: `node` and its fields, or for whitespace
-    `shared_whitespace` and its fields (the node's own fields when it holds a comment)."""
+    """copyreg's table plus a reducer for each libcst node kind: its maker (`node_<Kind>`) and its fields, or
+    for whitespace `shared_whitespace` and its fields (its maker when it holds a comment)."""
     import libcst as cst
 
     def whitespace(*names: str) -> Callable[[Any], Any]:

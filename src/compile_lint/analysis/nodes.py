@@ -63,7 +63,7 @@ def children(node: cst.CSTNode) -> list[cst.CSTNode]:
         value = getattr(node, name)
         kind = type(value)
         if kind is tuple or kind is list:
-            found.extend(item for item in value if _is_node(type(item)))
+            found += [item for item in value if _is_node(type(item))]
         elif _is_node(kind):
             found.append(value)
     return found

@@ -703,10 +703,11 @@ class TensorFacts:
 
     def _is_module_path(self, node: cst.BaseExpression) -> bool:
         """`torch.nn.functional`, `np.random`: an imported module, not a value."""
-        written = dotted(node)
-        if written is None:
+        while type(node) is cst.Attribute:  # the dotted name's head, without writing the name out
+            node = node.value
+        if type(node) is not cst.Name:
             return False
-        head = written.split(".", 1)[0]
+        head = node.value
         return (
             head not in self.env
             and head in self.imports.aliases

@@ -9,7 +9,7 @@ only in training. Joining two values keeps an atom on the paths common to both (
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 
 
@@ -207,9 +207,8 @@ class Value:
     def without(self, *atoms: Atom) -> Value:
         return Value({a: c for a, c in self.atoms.items() if a not in atoms})
 
-    def only(self, allowed: Iterable[Atom]) -> bool:
+    def only(self, allowed: Collection[Atom]) -> bool:
         """Every atom is one of `allowed` (and there is at least one)."""
-        allowed = set(allowed)
         return bool(self.atoms) and all(atom in allowed for atom in self.atoms)
 
     def any_of(self, atoms: Iterable[Atom]) -> bool:

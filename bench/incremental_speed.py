@@ -11,12 +11,13 @@ its own). Prints:
   index entries removed, as after an edit of each / the parse loop over those 10 files, the median of
   `--repeat` pairs (target: <= 3x);
 - the flake8 plugin (`flake8 --select TCL`) / `compile-lint` on 10 model folders, each with a cold cache,
-  the median of `--repeat` pairs (target: <= 1.5x).
+  the median of `--repeat` pairs (target: <= 1.5x), and flake8 without the plugin on the same command line (its
+  own checks: pycodestyle, pyflakes, mccabe); `--only-flake8 --flake8-tree`: the same on all of `models/`, one pair.
 Each parse loop and lint is a child process: both pay for starting Python and importing libcst. Bytecode
 writing is allowed (PYTHONDONTWRITEBYTECODE dropped) so the figures are those of an installed package with
 its .pyc files, not of compiling compile-lint's sources in every run.
 
-    python bench/incremental_speed.py --tree /work/tf-tree [--skip-whole] [--only-flake8] [--repeat N]
+    python bench/incremental_speed.py --tree /work/tf-tree [--skip-whole] [--only-flake8 [--flake8-tree]] [--repeat N]
 """
 
 from __future__ import annotations
@@ -98,26 +99,36 @@ def ten_files(
     )
 
 
-def flake8_pairs(models: Path, lint: list[str], work: Path, repeat: int) -> None:
+# flake8 with every plugin but compile-lint's: what flake8's own checks cost on the same command line.
+WITHOUT_PLUGIN = (
+    "import sys\nfrom flake8.plugins import finder\nfound = finder._find_importlib_plugins\n"
+    "finder._find_importlib_plugins = lambda: (p for p in found() if p.package != 'compile-lint')\n"
+    "from flake8.main.cli import main\nsys.exit(main())\n"
+)
+
+
+def flake8_pairs(folders: list[str], label: str, lint: list[str], work: Path, repeat: int) -> None:
     """flake8 with the plugin / compile-lint on the same folders, each with a cold cache: the median of `repeat`
-    pairs, as for the 10 files."""
-    folders = [str(models / name) for name in FLAKE8_FOLDERS]
-    ratios, flake8s, owns = [], [], []
+    pairs, as for the 10 files; and flake8 without the plugin, run with each pair, for its own checks' share."""
+    ratios, flake8s, owns, bares = [], [], [], []
     for run in range(repeat):
-        caches = [work / f"flake8-{run}", work / f"lint-{run}"]
+        caches = [work / f"flake8-{label}-{run}", work / f"lint-{label}-{run}", work / f"bare-{label}-{run}"]
         for cache in caches:
             cache.mkdir()
         flake8_cpu, _ = measure([sys.executable, "-m", "flake8", "--select", "TCL", *folders], caches[0])
         own_cpu, _ = measure([*lint, *folders], caches[1])
+        bare_cpu, _ = measure([sys.executable, "-c", WITHOUT_PLUGIN, "--select", "TCL", *folders], caches[2])
         ratios.append(flake8_cpu / own_cpu)
         flake8s.append(flake8_cpu)
         owns.append(own_cpu)
+        bares.append(bare_cpu)
     count = sum(len(python_files(Path(f))) for f in folders)
-    ratio = statistics.median(ratios)
+    ratio, flake8_cpu, own_cpu = statistics.median(ratios), statistics.median(flake8s), statistics.median(owns)
+    bare_cpu = statistics.median(bares)
     print(
-        f"flake8 plugin / compile-lint on {len(folders)} model folders ({count} files), cold caches: "
-        f"{statistics.median(flake8s):.1f} s / {statistics.median(owns):.1f} s CPU -> {ratio:.2f}x median of "
-        f"{repeat} pairs ({min(ratios):.2f}x-{max(ratios):.2f}x; {verdict(ratio, 1.5)})",
+        f"flake8 plugin / compile-lint on {label} ({count} files), cold caches: {flake8_cpu:.1f} s / {own_cpu:.1f} s "
+        f"CPU -> {ratio:.2f}x median of {repeat} pairs ({min(ratios):.2f}x-{max(ratios):.2f}x; {verdict(ratio, 1.5)}); "
+        f"flake8 without the plugin {bare_cpu:.1f} s: the plugin's own {(flake8_cpu - bare_cpu) / own_cpu:.2f}x",
         flush=True,
     )
 
@@ -127,6 +138,9 @@ def main() -> None:
     parser.add_argument("--tree", type=Path, default=Path("/work/tf-tree"), help="an unzipped transformers wheel")
     parser.add_argument("--skip-whole", action="store_true", help="skip the cold run over all of models/")
     parser.add_argument("--only-flake8", action="store_true", help="measure only the flake8 plugin / compile-lint")
+    parser.add_argument(
+        "--flake8-tree", action="store_true", help="with --only-flake8: all of models/, one pair (minutes of CPU)"
+    )
     parser.add_argument("--repeat", type=int, default=5, help="pairs of runs behind each ratio (median)")
     args = parser.parse_args()
     models = (args.tree / "transformers" / "models").resolve()
@@ -149,7 +163,11 @@ def main() -> None:
             )
         if not args.only_flake8:
             ten_files(models, lint, floor, work, whole_cache, args.skip_whole, args.repeat)
-        flake8_pairs(models, lint, work, args.repeat)
+        if args.flake8_tree:
+            flake8_pairs([str(models)], "all of models/", lint, work, 1)
+        else:
+            folders = [str(models / name) for name in FLAKE8_FOLDERS]
+            flake8_pairs(folders, f"{len(folders)} model folders", lint, work, args.repeat)
 
 
 if __name__ == "__main__":

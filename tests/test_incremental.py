@@ -367,3 +367,35 @@ def test_the_engine_fingerprint_follows_every_edit_of_the_package_without_readin
     assert fingerprint() == engine.engine_fingerprint()
     monkeypatch.setattr(sys, "version", "3.99.0")  # another Python over the same project
     assert fingerprint() != engine.engine_fingerprint()
+
+
+def test_a_context_file_is_read_again_only_when_its_stat_changes_or_was_too_recent_to_trust(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """flake8 loads each file's context again: a file whose stat is the one it had when last read is not read
+    and hashed again, unless it was written within `RECENT` seconds of that read (a second write within the
+    clock's tick keeps the stamp); an edit gives a new stamp, so its new functions are seen."""
+    helpers = tmp_path / "helpers.py"
+    helpers.write_text("def first(x):\n    return x\n")
+    read: list[Path] = []
+    read_bytes = Path.read_bytes
+
+    def recording(path: Path) -> bytes:
+        read.append(path)
+        return read_bytes(path)
+
+    monkeypatch.setattr(Path, "read_bytes", recording)
+    store = engine.IndexStore()
+    loaded = store.load(str(helpers), "helpers")
+    assert loaded is not None and store.load(str(helpers), "helpers") is loaded
+    assert read == [helpers, helpers]  # written just now: read each time
+    monkeypatch.setattr(engine, "RECENT", 0.0)  # as if written long before the run
+    read.clear()
+    loaded = store.load(str(helpers), "helpers")
+    assert store.load(str(helpers), "helpers") is loaded and read == [helpers]
+    digest = store.sources[str(helpers)]
+    helpers.write_text("def second(x):\n    return x\n")  # same size
+    os.utime(helpers, ns=(time.time_ns() + 10**9,) * 2)  # a stamp of its own, whatever the clock's tick
+    edited = store.load(str(helpers), "helpers")
+    assert edited is not None and list(edited.functions) == ["second"]
+    assert store.sources[str(helpers)] != digest and read == [helpers, helpers]

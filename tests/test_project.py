@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
+from compile_lint.analysis.index import FileIndex
+from compile_lint.analysis.program import Program
 from compile_lint.config import Config
-from compile_lint.engine import lint
+from compile_lint.engine import lint, parse_source
 from compile_lint.finding import Finding
 from fixture_support import FIXTURES, ROOT
 
@@ -137,3 +142,38 @@ def test_an_attribute_lookup_walks_only_the_methods_that_may_assign_it(tmp_path:
     walked = {qualname for _, qualname in project.program._attribute_walks}
     assert "Base.__init__" in walked and not walked & {"Base.setup_cache", "Base.load"}
     assert [f.code for f in project.findings()] == ["TCL103"]
+
+
+REGISTERED = [  # module names as guessed from paths, in the order a program registers their files
+    "transformers.models.llama.modeling_llama", "llama.modeling_llama", "models.bert.modeling_bert",
+    "modeling_bert", "a.b", "x.a.b", "b",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "imported",
+    [
+        "modeling_llama", "llama.modeling_llama", "models.llama.modeling_llama", "transformers.models.bert.modeling_bert",
+        "bert.modeling_bert", "y.a.b", "a.b", "c.b", "a", "x", "modeling_gpt2", "z.models.llama.modeling_llama",
+    ],
+)  # fmt: skip
+def test_an_absolute_import_finds_the_first_file_registered_under_a_longer_or_shorter_dotted_name(
+    imported: str,
+) -> None:
+    """What a scan of the registered names in order finds: the name itself, else the first that ends with the
+    imported name or with which it ends, at a dot."""
+    indexes = []
+    for place, name in enumerate(REGISTERED):
+        parsed = parse_source(f"/project/file{place}.py", "x = 1\n")
+        assert isinstance(parsed, FileIndex)
+        indexes.append(replace(parsed, module=name))
+    program = Program(indexes)
+    matches = [
+        place
+        for place, name in enumerate(REGISTERED)
+        if name == imported or name.endswith("." + imported) or imported.endswith("." + name)
+    ]
+    exact = [place for place, name in enumerate(REGISTERED) if name == imported]
+    expected = (exact or matches or [None])[0]
+    found = program.file_for_module(imported, indexes[0].path)
+    assert (found.path if found else None) == (indexes[expected].path if expected is not None else None)

@@ -264,6 +264,7 @@ class IndexStore:
         self.folder = folder
         self._loaded: dict[tuple[str, str], tuple[str, FileIndex | None]] = {}  # by path and module: digest, index
         self.sources: dict[str, str] = {}  # SHA-256 of each file `load` read since the last clear()
+        self._stamps: dict[str, tuple[tuple[int, int, int, int], str]] = {}  # by path: stat when read, SHA-256
         self._secret = secret_key() if folder is not None else None
         self._pid = os.getpid()
         self._summaries: SharedSummaries | None = None
@@ -303,17 +304,34 @@ class IndexStore:
     def load(self, path: str, module: str) -> FileIndex | None:
         """The index of a file linted code imports from, parsed again only when its bytes changed."""
         try:
-            data = Path(path).read_bytes()
+            digest, data = self._digest(path)
         except OSError:
             self.sources[path] = ""
             return None
-        digest = self.sources[path] = hashlib.sha256(data).hexdigest()
+        self.sources[path] = digest
         known = self._loaded.get((path, module))
         if known is None or known[0] != digest:
             if known is not None:  # the file changed: summaries that read its old functions are not asked again
                 self._summaries = None
-            known = self._loaded[path, module] = (digest, self._load(path, module, data))
+            known = self._loaded[path, module] = (digest, self._load(path, module, data or Path(path).read_bytes()))
         return known[1]
+
+    def _digest(self, path: str) -> tuple[str, bytes | None]:
+        """The SHA-256 of the file, and its bytes when they were read: not while its stat is the one it had when
+        last read, unless it was written within `RECENT` seconds of that read (as `engine_fingerprint` does).
+        Each flake8 file's project loads its context again: reading and hashing it was 2-3 % of the plugin's
+        time on `transformers/models`, whose files often have the whole package as context."""
+        stat = os.stat(path)
+        stamp = (stat.st_mtime_ns, stat.st_size, stat.st_ino, stat.st_ctime_ns)
+        known = self._stamps.get(path)
+        if known is not None and known[0] == stamp:
+            return known[1], None
+        read_at = time.time()
+        data = Path(path).read_bytes()
+        digest = hashlib.sha256(data).hexdigest()
+        if read_at - stat.st_mtime >= RECENT and read_at - stat.st_ctime >= RECENT:
+            self._stamps[path] = (stamp, digest)
+        return digest, data
 
     def _load(self, path: str, module: str, data: bytes) -> FileIndex | None:
         key = self._key(path, module, data, DEFAULT_LIMITS)

@@ -12,7 +12,7 @@ its own). Prints:
   `--repeat` pairs (target: <= 3x);
 - the flake8 plugin (`flake8 --select TCL`) / `compile-lint` on 10 model folders, each with a cold cache,
   the median of `--repeat` pairs (target: <= 1.5x), and flake8 without the plugin on the same command line (its
-  own checks: pycodestyle, pyflakes, mccabe); `--only-flake8 --flake8-tree`: the same on all of `models/`, one pair.
+  own checks: pycodestyle, pyflakes, mccabe); `--only-flake8 --flake8-tree`: the same on all of `models/`.
 Each parse loop and lint is a child process: both pay for starting Python and importing libcst. Bytecode
 writing is allowed (PYTHONDONTWRITEBYTECODE dropped) so the figures are those of an installed package with
 its .pyc files, not of compiling compile-lint's sources in every run.
@@ -112,9 +112,7 @@ def flake8_pairs(folders: list[str], label: str, lint: list[str], work: Path, re
     pairs, as for the 10 files; and flake8 without the plugin, run with each pair, for its own checks' share."""
     ratios, flake8s, owns, bares = [], [], [], []
     for run in range(repeat):
-        caches = [work / f"flake8-{label}-{run}", work / f"lint-{label}-{run}", work / f"bare-{label}-{run}"]
-        for cache in caches:
-            cache.mkdir()
+        caches = [Path(tempfile.mkdtemp(prefix=f"{kind}-{run}-", dir=work)) for kind in ("flake8", "lint", "bare")]
         flake8_cpu, _ = measure([sys.executable, "-m", "flake8", "--select", "TCL", *folders], caches[0])
         own_cpu, _ = measure([*lint, *folders], caches[1])
         bare_cpu, _ = measure([sys.executable, "-c", WITHOUT_PLUGIN, "--select", "TCL", *folders], caches[2])
@@ -139,7 +137,7 @@ def main() -> None:
     parser.add_argument("--skip-whole", action="store_true", help="skip the cold run over all of models/")
     parser.add_argument("--only-flake8", action="store_true", help="measure only the flake8 plugin / compile-lint")
     parser.add_argument(
-        "--flake8-tree", action="store_true", help="with --only-flake8: all of models/, one pair (minutes of CPU)"
+        "--flake8-tree", action="store_true", help="with --only-flake8: all of models/ (each pair: 10 minutes of CPU)"
     )
     parser.add_argument("--repeat", type=int, default=5, help="pairs of runs behind each ratio (median)")
     args = parser.parse_args()
@@ -164,7 +162,7 @@ def main() -> None:
         if not args.only_flake8:
             ten_files(models, lint, floor, work, whole_cache, args.skip_whole, args.repeat)
         if args.flake8_tree:
-            flake8_pairs([str(models)], "all of models/", lint, work, 1)
+            flake8_pairs([str(models)], "all of models/", lint, work, args.repeat)
         else:
             folders = [str(models / name) for name in FLAKE8_FOLDERS]
             flake8_pairs(folders, f"{len(folders)} model folders", lint, work, args.repeat)

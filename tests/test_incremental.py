@@ -322,6 +322,19 @@ def test_a_new_language_server_reads_the_import_table_the_last_one_saved(
     assert scanned == ["caller1.py"]
 
 
+def recorded_reads(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """The files `Path.read_bytes` reads from now on, in order."""
+    read: list[Path] = []
+    read_bytes = Path.read_bytes
+
+    def recording(path: Path) -> bytes:
+        read.append(path)
+        return read_bytes(path)
+
+    monkeypatch.setattr(Path, "read_bytes", recording)
+    return read
+
+
 def test_the_engine_fingerprint_follows_every_edit_of_the_package_without_reading_every_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -336,14 +349,7 @@ def test_the_engine_fingerprint_follows_every_edit_of_the_package_without_readin
     hour_ago = time.time() - 3600
     for path in (rule, data):
         os.utime(path, (hour_ago, hour_ago))
-    read: list[Path] = []
-    read_bytes = Path.read_bytes
-
-    def recording(path: Path) -> bytes:
-        read.append(path)
-        return read_bytes(path)
-
-    monkeypatch.setattr(Path, "read_bytes", recording)
+    read = recorded_reads(monkeypatch)
     seen = {engine.folder_fingerprint(str(package))}
     assert read == []  # stamps written long before the run: not read
     (package / "__pycache__" / "rule.cpython-311.pyc").write_bytes(b"\0")
@@ -377,14 +383,7 @@ def test_a_context_file_is_read_again_only_when_its_stat_changes_or_was_too_rece
     clock's tick keeps the stamp); an edit gives a new stamp, so its new functions are seen."""
     helpers = tmp_path / "helpers.py"
     helpers.write_text("def first(x):\n    return x\n")
-    read: list[Path] = []
-    read_bytes = Path.read_bytes
-
-    def recording(path: Path) -> bytes:
-        read.append(path)
-        return read_bytes(path)
-
-    monkeypatch.setattr(Path, "read_bytes", recording)
+    read = recorded_reads(monkeypatch)
     store = engine.IndexStore()
     loaded = store.load(str(helpers), "helpers")
     assert loaded is not None and store.load(str(helpers), "helpers") is loaded

@@ -313,7 +313,9 @@ class IndexStore:
         if known is None or known[0] != digest:
             if known is not None:  # the file changed: summaries that read its old functions are not asked again
                 self._summaries = None
-            known = self._loaded[path, module] = (digest, self._load(path, module, data or Path(path).read_bytes()))
+            if data is None:  # known by its stat, but not yet loaded under this module name
+                data = Path(path).read_bytes()
+            known = self._loaded[path, module] = (digest, self._load(path, module, data))
         return known[1]
 
     def _digest(self, path: str) -> tuple[str, bytes | None]:
